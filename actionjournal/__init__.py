@@ -1,0 +1,47 @@
+"""Durable execution and recovery for streaming AI agents in Apache Flink."""
+
+from actionjournal.durable.calls import current_call
+from actionjournal.durable.config import JournalConfig
+from actionjournal.durable.errors import (
+    ActionFailedError,
+    ActionJournalError,
+    DataLossError,
+    DivergenceError,
+    JournalWriteError,
+    MarkerMismatchError,
+    RecordedCallError,
+    ReconcileError,
+    StoreRecreatedError,
+    UnknownOutcomeError,
+)
+from actionjournal.durable.outcomes import CallInfo, Failed, NotStarted, Recovered, StillRunning
+from actionjournal.operator.agent import Agent, action
+from actionjournal.operator.context import RunnerContext
+from actionjournal.operator.events import Event, InputEvent, OutputEvent
+from actionjournal.operator.local import LocalRunner
+
+__all__ = [
+    "ActionFailedError",
+    "ActionJournalError",
+    "Agent",
+    "CallInfo",
+    "DataLossError",
+    "DivergenceError",
+    "Event",
+    "Failed",
+    "InputEvent",
+    "JournalConfig",
+    "JournalWriteError",
+    "LocalRunner",
+    "MarkerMismatchError",
+    "NotStarted",
+    "RecordedCallError",
+    "ReconcileError",
+    "Recovered",
+    "RunnerContext",
+    "StillRunning",
+    "StoreRecreatedError",
+    "UnknownOutcomeError",
+    "action",
+    "current_call",
+]

@@ -1,0 +1,117 @@
+"""The record envelope: magic, format version, record type, flags, payload, optional HMAC.
+
+Layout (big-endian)::
+
+    b"AJ" | version:u8 | type:u8 | flags:u8 | payload (MessagePack) | [HMAC-SHA256, 32 bytes]
+
+The header is readable without decoding the payload, so a reader can reject
+foreign bytes, newer formats and unsigned records before touching the body.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+
+import msgspec
+
+from actionjournal.durable.errors import (
+    CorruptRecordError,
+    SignatureError,
+    UnsupportedFormatError,
+)
+from actionjournal.durable.records import (
+    FORMAT_VERSION,
+    ActionCompleted,
+    CallFinished,
+    CallsDropped,
+    CallStarted,
+    JournalRecord,
+    RunCompleted,
+)
+
+MAGIC = b"AJ"
+FLAG_SIGNED = 0x01
+_MAC_SIZE = 32
+_HEADER_SIZE = 5
+
+RECORD_TYPES: dict[type, int] = {
+    CallStarted: 1,
+    CallFinished: 2,
+    CallsDropped: 3,
+    ActionCompleted: 4,
+    RunCompleted: 5,
+}
+_TYPES_BY_CODE = {code: cls for cls, code in RECORD_TYPES.items()}
+
+
+class RecordCodec:
+    """Encodes and decodes enveloped records; signs and verifies when given a key.
+
+    With a ``signing_key`` every record is signed and every record read must carry
+    a valid signature: an unsigned record in a signed journal is as suspect as a
+    tampered one.
+    """
+
+    def __init__(self, signing_key: bytes | None = None) -> None:
+        self._key = signing_key
+        self._encoder = msgspec.msgpack.Encoder()
+        self._decoder = msgspec.msgpack.Decoder(JournalRecord)
+
+    @property
+    def signed(self) -> bool:
+        return self._key is not None
+
+    def encode(self, record: JournalRecord) -> bytes:
+        flags = FLAG_SIGNED if self._key is not None else 0
+        header = MAGIC + bytes((FORMAT_VERSION, RECORD_TYPES[type(record)], flags))
+        data = header + self._encoder.encode(record)
+        if self._key is not None:
+            data += hmac.digest(self._key, data, hashlib.sha256)
+        return data
+
+    def decode(self, data: bytes, where: str = "") -> JournalRecord:
+        """Decode one record; ``where`` (e.g. ``topic t partition 3 offset 17``) is for errors."""
+        if len(data) < _HEADER_SIZE or data[:2] != MAGIC:
+            raise CorruptRecordError(
+                f"not an actionjournal record (starts with {bytes(data[:4])!r}); the journal holds "
+                "foreign or corrupted bytes: inspect it with `actionjournal journal inspect`",
+                where,
+            )
+        version, type_code, flags = data[2], data[3], data[4]
+        if version > FORMAT_VERSION:
+            raise UnsupportedFormatError(
+                f"record format version {version} is newer than this code's {FORMAT_VERSION}; "
+                "run the actionjournal release that wrote it, or restore in upgrade mode",
+                where,
+            )
+        body_end = len(data)
+        if flags & FLAG_SIGNED:
+            body_end -= _MAC_SIZE
+            if body_end < _HEADER_SIZE:
+                raise CorruptRecordError("signed record is shorter than its signature", where)
+        if self._key is not None:
+            if not flags & FLAG_SIGNED:
+                raise SignatureError(
+                    "unsigned record in a journal configured with a signing key; "
+                    "someone else wrote to this journal, or signing was turned on later",
+                    where,
+                )
+            expected = hmac.digest(self._key, data[:body_end], hashlib.sha256)
+            if not hmac.compare_digest(expected, data[body_end:]):
+                raise SignatureError(
+                    "record signature does not match: the record was altered or signed with "
+                    "another key; check journal.signing_key",
+                    where,
+                )
+        try:
+            record = self._decoder.decode(data[_HEADER_SIZE:body_end])
+        except msgspec.DecodeError as exc:
+            raise CorruptRecordError(f"record payload does not decode: {exc}", where) from None
+        if _TYPES_BY_CODE.get(type_code) is not type(record):
+            raise CorruptRecordError(
+                f"record type code {type_code} does not match its payload "
+                f"({type(record).__name__})",
+                where,
+            )
+        return record

@@ -1,0 +1,49 @@
+"""Journal settings, validated at start so a bad setting fails with its name."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
+
+from actionjournal.durable.codec import RecordCodec
+from actionjournal.durable.values import ValueCodec
+
+UnknownOutcomePolicy = Literal["rerun", "reconcile", "fail"]
+
+
+class JournalConfig(BaseModel):
+    """``journal.*`` settings. See docs/configuration.md."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    namespace: str = Field("default", min_length=1)
+    """The job's namespace inside a shared topic/table; other namespaces are ignored."""
+    epoch: int = Field(0, ge=0)
+    """Journal generation; records of other epochs are invisible to recovery."""
+    signing_key: SecretStr | None = None
+    """HMAC-SHA256 key; when set every record is signed and every record read is verified."""
+    allow_pickle: bool = False
+    """Journal values msgspec cannot encode with pickle. Requires ``signing_key``."""
+    max_payload_bytes: int = Field(2 * 1024 * 1024, gt=0)
+    """Encoded size limit of one value (call result, memory value, event attributes)."""
+    on_divergence: Literal["fail", "rerun"] = "fail"
+    """A recorded call differs from the call the code makes now: fail, or drop the recorded tail."""
+    on_unknown: UnknownOutcomePolicy = "rerun"
+    """Default for a call that started but has no outcome and no reconciler."""
+
+    @model_validator(mode="after")
+    def _pickle_needs_signing(self) -> JournalConfig:
+        if self.allow_pickle and self.signing_key is None:
+            raise ValueError(
+                "journal.allow_pickle requires journal.signing_key: unpickling unsigned records "
+                "lets anyone who can write to the journal run code in the job"
+            )
+        return self
+
+    def record_codec(self) -> RecordCodec:
+        key = self.signing_key.get_secret_value().encode() if self.signing_key else None
+        return RecordCodec(key)
+
+    def value_codec(self) -> ValueCodec:
+        return ValueCodec(allow_pickle=self.allow_pickle, max_payload_bytes=self.max_payload_bytes)

@@ -1,0 +1,95 @@
+"""Errors a user can hit. Each says what happened, where, and what to do."""
+
+from __future__ import annotations
+
+
+class ActionJournalError(Exception):
+    """Base class of every error raised by actionjournal."""
+
+
+class ConfigurationError(ActionJournalError):
+    """A setting is invalid; raised at start, naming the setting."""
+
+
+class RecordError(ActionJournalError):
+    """A journal record could not be read. ``where`` names topic/partition/offset or file/row."""
+
+    def __init__(self, message: str, where: str = "") -> None:
+        self.where = where
+        super().__init__(f"{message} (at {where})" if where else message)
+
+
+class CorruptRecordError(RecordError):
+    """Bytes that are not a journal record, or a record that does not decode."""
+
+
+class UnsupportedFormatError(RecordError):
+    """A record written by a newer format version than this code understands."""
+
+
+class SignatureError(RecordError):
+    """A record whose HMAC is missing or wrong: tampered, or signed with another key."""
+
+
+class PickleDisabledError(RecordError):
+    """A record holds pickled data but pickle was not enabled."""
+
+
+class EncodingError(ActionJournalError):
+    """A value cannot be journaled (unsupported type, or over the payload limit)."""
+
+
+class PayloadTooLargeError(EncodingError):
+    """An encoded value is larger than ``journal.max_payload_bytes``."""
+
+
+class StoreError(ActionJournalError):
+    """The action state store failed; nothing was acknowledged."""
+
+
+class JournalWriteError(StoreError):
+    """An append was not acknowledged. The journal does not hold the record."""
+
+
+class RecoveryError(ActionJournalError):
+    """A recovery marker cannot be used with the configured store."""
+
+
+class MarkerMismatchError(RecoveryError):
+    """The marker was written for another store, topic or table."""
+
+
+class StoreRecreatedError(RecoveryError):
+    """The store has the marker's name but another identity: it was deleted and recreated."""
+
+
+class DataLossError(RecoveryError):
+    """Records a pending run needs are no longer retained by the store."""
+
+
+class DivergenceError(ActionJournalError):
+    """The code made a different durable call than the journal recorded at that position."""
+
+
+class UnknownOutcomeError(ActionJournalError):
+    """A call started before a crash, has no recorded outcome, and its policy is ``fail``."""
+
+
+class ReconcileError(ActionJournalError):
+    """A reconciler raised, or did not settle a call before its deadline."""
+
+
+class ActionFailedError(ActionJournalError):
+    """An action raised; the run stops and the journal keeps what it had recorded."""
+
+
+class RecordedCallError(ActionJournalError):
+    """Replays a recorded failure whose exception type cannot be rebuilt here.
+
+    ``original_type`` is the dotted name of the exception the call raised.
+    """
+
+    def __init__(self, original_type: str, message: str) -> None:
+        self.original_type = original_type
+        self.original_message = message
+        super().__init__(f"{original_type}: {message}")

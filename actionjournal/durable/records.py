@@ -1,0 +1,124 @@
+"""Journal records: small, typed, append-only.
+
+Every record carries the identity of the run it belongs to (namespace, operator
+uid, epoch, key id, seq), so a store can filter by it without decoding payloads
+and records of other namespaces are never mistaken for ours.
+Values inside records are bytes produced by :class:`~actionjournal.durable.values.ValueCodec`.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+FORMAT_VERSION = 1
+
+
+class ErrorInfo(msgspec.Struct, frozen=True, array_like=True):
+    """A recorded exception: type, message, args and cause chain."""
+
+    type: str  # "module.QualName"
+    message: str
+    args: bytes | None  # ValueCodec bytes of exc.args, None when they cannot be encoded
+    cause: ErrorInfo | None = None
+    traceback: str = ""
+
+
+class EventData(msgspec.Struct, frozen=True, array_like=True):
+    """An event as journaled: its original id, type and encoded attributes."""
+
+    id: str
+    type: str
+    attributes: bytes
+
+
+class MemoryOp(msgspec.Struct, frozen=True, array_like=True):
+    """One memory update; replayed in order to rebuild memory exactly."""
+
+    scope: Literal["short_term", "sensory"]
+    op: Literal["set", "delete", "new_object"]
+    path: str
+    value: bytes | None = None
+
+
+class Record(msgspec.Struct, frozen=True, array_like=True, tag=True):
+    namespace: str
+    operator_uid: str
+    epoch: int
+    key_id: str
+    seq: int
+
+
+class CallStarted(Record, tag="cs"):
+    """Written and acknowledged before the function runs (reconciled or non-rerun calls)."""
+
+    action_id: str
+    index: int
+    call_id: str
+    function_id: str
+    durable_id: str | None
+    arg_digest: str
+    attempt: int
+    at: float
+
+
+class CallFinished(Record, tag="cf"):
+    """A call's outcome: ``value`` (ValueCodec bytes; ``None`` encodes too) or ``error``."""
+
+    action_id: str
+    index: int
+    call_id: str
+    function_id: str
+    durable_id: str | None
+    arg_digest: str
+    value: bytes | None
+    error: ErrorInfo | None
+    at: float
+    duration: float
+    reconciled: bool = False
+
+
+class CallsDropped(Record, tag="cd"):
+    """Divergence policy ``rerun`` dropped the recorded calls of an action from ``index`` on."""
+
+    action_id: str
+    index: int
+
+
+class ActionCompleted(Record, tag="ac"):
+    """An action finished: its memory updates and output events, replayed instead of its body."""
+
+    action_id: str
+    action: str
+    memory_ops: list[MemoryOp]
+    outputs: list[EventData]
+    at: float
+
+
+class RunCompleted(Record, tag="rc"):
+    """Every action of the run finished; the run's records may be cleaned up later."""
+
+    at: float
+    input_digest: str
+
+
+JournalRecord = CallStarted | CallFinished | CallsDropped | ActionCompleted | RunCompleted
+
+
+class StoreIdentity(msgspec.Struct, frozen=True, array_like=True):
+    """Which journal a marker points into. ``uid`` changes when the store is recreated."""
+
+    backend: str
+    name: str
+    uid: str
+
+
+class Marker(msgspec.Struct, frozen=True, array_like=True):
+    """A key's recovery marker, kept in keyed state: its journal position in a given store."""
+
+    store: StoreIdentity
+    epoch: int
+    partition: int
+    position: int  # records after this position may belong to runs the state does not reflect
+    format_version: int = FORMAT_VERSION

@@ -1,0 +1,78 @@
+"""The agent model: an Agent is a set of actions connected by events."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from actionjournal.operator.events import Event, event_type_of
+
+_ACTION_ATTR = "__actionjournal_action__"
+
+
+def action(*listen: str | type[Event]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Mark a method ``(self, event, ctx)`` as an action triggered by the given event types.
+
+    The method may be ``async def``; async actions of one run progress concurrently.
+    """
+    if not listen:
+        raise TypeError("@action needs at least one event type, e.g. @action(InputEvent)")
+    types = tuple(event_type_of(t) for t in listen)
+
+    def mark(fn: Callable[..., Any]) -> Callable[..., Any]:
+        setattr(fn, _ACTION_ATTR, types)
+        return fn
+
+    return mark
+
+
+@dataclass(frozen=True)
+class ActionSpec:
+    name: str
+    listens: tuple[str, ...]
+    fn: Callable[..., Any]  # bound method
+    is_async: bool
+
+
+class Agent:
+    """Subclass it and decorate methods with :func:`action`.
+
+    ``uid`` is the stable operator uid: it becomes the Flink operator uid and part
+    of every journal record's identity. Change it and the old journal no longer
+    applies (see docs/upgrade.md).
+    """
+
+    uid: ClassVar[str | None] = None
+
+    @property
+    def operator_uid(self) -> str:
+        return self.uid or type(self).__name__
+
+    def actions(self) -> dict[str, list[ActionSpec]]:
+        """Actions by the event type they listen on, in definition order."""
+        cached = self.__dict__.get("_actions_by_type")
+        if cached is not None:
+            return cached
+        by_type: dict[str, list[ActionSpec]] = {}
+        for name, member in _members_in_order(type(self)):
+            types = getattr(member, _ACTION_ATTR, None)
+            if types is None:
+                continue
+            bound = getattr(self, name)
+            spec = ActionSpec(name, types, bound, inspect.iscoroutinefunction(member))
+            for t in types:
+                by_type.setdefault(t, []).append(spec)
+        if not by_type:
+            raise TypeError(f"{type(self).__name__} has no @action methods")
+        self.__dict__["_actions_by_type"] = by_type
+        return by_type
+
+
+def _members_in_order(cls: type) -> list[tuple[str, Any]]:
+    seen: dict[str, Any] = {}
+    for klass in reversed(cls.__mro__):
+        for name, member in vars(klass).items():
+            seen[name] = member
+    return list(seen.items())

@@ -1,0 +1,65 @@
+"""What an action sees: memory, sending events, and durable calls."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from actionjournal.durable.calls import ActionCalls, CallOptions, Reconciler
+from actionjournal.durable.config import UnknownOutcomePolicy
+from actionjournal.operator.events import Event
+from actionjournal.operator.memory import Memory
+
+
+class RunnerContext:
+    def __init__(
+        self,
+        key: Any,
+        seq: int,
+        calls: ActionCalls,
+        short_term_memory: Memory,
+        sensory_memory: Memory,
+        sent: list[Event],
+    ) -> None:
+        self.key = key
+        self.seq = seq
+        self.short_term_memory = short_term_memory
+        self.sensory_memory = sensory_memory
+        self._calls = calls
+        self._sent = sent
+
+    def send_event(self, event: Event) -> None:
+        """Send an event; it is delivered when the action returns (replayed with its id)."""
+        if not isinstance(event, Event):
+            raise TypeError(f"send_event takes an Event, got {type(event).__name__}")
+        self._sent.append(event)
+
+    def durable_execute(
+        self,
+        fn: Callable[..., Any],
+        *args: Any,
+        durable_id: str | None = None,
+        reconciler: Reconciler | None = None,
+        on_unknown: UnknownOutcomePolicy | None = None,
+        record_failures: bool = True,
+        reconcile_timeout: float = 300.0,
+        **kwargs: Any,
+    ) -> Any:
+        """Run ``fn(*args, **kwargs)`` once; after a failure return or raise what it recorded."""
+        opts = CallOptions(durable_id, reconciler, on_unknown, record_failures, reconcile_timeout)
+        return self._calls.execute(fn, args, kwargs, opts)
+
+    def durable_execute_async(
+        self,
+        fn: Callable[..., Any],
+        *args: Any,
+        durable_id: str | None = None,
+        reconciler: Reconciler | None = None,
+        on_unknown: UnknownOutcomePolicy | None = None,
+        record_failures: bool = True,
+        reconcile_timeout: float = 300.0,
+        **kwargs: Any,
+    ) -> Coroutine[Any, Any, Any]:
+        """Awaitable form; its position is fixed when called, so ``asyncio.gather`` replays."""
+        opts = CallOptions(durable_id, reconciler, on_unknown, record_failures, reconcile_timeout)
+        return self._calls.execute_async(fn, args, kwargs, opts)

@@ -1,0 +1,1 @@
+"""Reconcilers settle calls whose outcome is unknown after a failure."""

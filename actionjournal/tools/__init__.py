@@ -1,0 +1,1 @@
+"""The ``actionjournal`` command line."""

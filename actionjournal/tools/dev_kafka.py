@@ -1,0 +1,579 @@
+"""A real single-node Apache Kafka broker (KRaft, combined broker+controller) for dev and tests.
+
+Tests of durable execution need the real thing: acks=all, transactions, a broker that dies
+mid-run and comes back on the same port with the same log dirs. Mocks can't show that. The
+broker runs from Maven Central jars (see :mod:`actionjournal.tools.maven`), so only a JDK 17+
+and Maven are needed.
+
+Two ways to use it:
+
+* in-process, for tests::
+
+      with running_broker() as bootstrap: ...          # private broker in a temp dir
+
+      with KafkaBroker() as broker:                      # when the test kills it
+          broker.kill(); broker.restart()
+
+* detached, for development (``actionjournal dev kafka start|stop|status``): :func:`start`
+  leaves the broker running and records it in ``<cache>/dev/kafka.json`` so that
+  :func:`stop` works from another process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import contextlib
+import dataclasses
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+import weakref
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+
+from actionjournal.tools import maven
+
+__all__ = [
+    "KAFKA_VERSION",
+    "BrokerError",
+    "BrokerInfo",
+    "KafkaBroker",
+    "kafka_jars",
+    "main",
+    "running_broker",
+    "start",
+    "status",
+    "stop",
+]
+
+KAFKA_VERSION = "4.1.1"
+# kafka_2.13 leaves the slf4j binding to the distribution; without it the broker logs nothing.
+_COORDINATES = [
+    f"org.apache.kafka:kafka_2.13:{KAFKA_VERSION}",
+    "org.apache.logging.log4j:log4j-slf4j-impl:2.24.3",
+]
+# Small heap and a single-threaded GC: this runs next to tests on small CI boxes.
+JVM_OPTS = [
+    "-Xms128m",
+    "-Xmx512m",
+    "-XX:+UseSerialGC",
+    "-XX:+ExitOnOutOfMemoryError",
+    "-Djava.awt.headless=true",
+]
+_READY_LINE = "Kafka Server started"  # logged by KafkaRaftServer once the broker is unfenced
+
+_LOG4J2 = """\
+status = warn
+appender.out.type = Console
+appender.out.name = out
+appender.out.layout.type = PatternLayout
+appender.out.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = INFO
+rootLogger.appenderRef.out.ref = out
+logger.state.name = state.change.logger
+logger.state.level = WARN
+logger.request.name = kafka.request.logger
+logger.request.level = WARN
+"""
+
+
+class BrokerError(RuntimeError):
+    """The broker could not be started, reached or stopped."""
+
+
+@dataclasses.dataclass(frozen=True)
+class BrokerInfo:
+    """What a running broker is and where: the contents of the dev state file."""
+
+    pid: int
+    bootstrap: str
+    workdir: str
+    port: int
+    controller_port: int
+    kafka_version: str = KAFKA_VERSION
+
+
+def kafka_jars() -> Path:
+    """Directory of the Kafka server jars, downloaded through Maven on first use."""
+    return maven.resolve(f"kafka-{KAFKA_VERSION}", _COORDINATES)
+
+
+class KafkaBroker:
+    """One KRaft broker process bound to a work directory and a fixed pair of ports.
+
+    ``workdir=None`` uses a fresh temp dir, deleted by :meth:`close`. Ports default to free
+    ones; once chosen they stick for the life of the work directory (they are read back from
+    its ``server.properties``), so a killed broker restarts where clients expect it.
+    ``properties`` override or extend the generated broker config.
+    """
+
+    def __init__(
+        self,
+        workdir: str | os.PathLike[str] | None = None,
+        *,
+        port: int | None = None,
+        controller_port: int | None = None,
+        properties: Mapping[str, str] | None = None,
+        start_timeout: float = 60.0,
+    ) -> None:
+        self._owns_workdir = workdir is None
+        if workdir is None:
+            workdir = tempfile.mkdtemp(prefix="actionjournal-kafka-")
+        self.workdir = Path(workdir).resolve()
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        saved = _read_properties(self.config_path)
+        saved_port = _listener_port(saved.get("listeners", ""), "PLAINTEXT")
+        saved_controller = _listener_port(saved.get("listeners", ""), "CONTROLLER")
+        self.port = port or saved_port or _free_port()
+        self.controller_port = controller_port or saved_controller or _free_port(self.port)
+        self.properties = dict(properties or {})
+        self.start_timeout = start_timeout
+        self.pid: int | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
+        # A test that crashes before stop() must not leave a JVM behind.
+        self._finalizer: weakref.finalize | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def config_path(self) -> Path:
+        return self.workdir / "server.properties"
+
+    @property
+    def log_path(self) -> Path:
+        """Broker log (log4j output and JVM stdout/stderr), appended to across restarts."""
+        return self.workdir / "kafka.log"
+
+    @property
+    def data_dir(self) -> Path:
+        return self.workdir / "data"
+
+    def info(self) -> BrokerInfo:
+        if self.pid is None:
+            raise BrokerError("broker is not started")
+        return BrokerInfo(
+            self.pid, self.bootstrap, str(self.workdir), self.port, self.controller_port
+        )
+
+    def start(self) -> BrokerInfo:
+        """Launch the broker (formatting storage on first start) and wait until it serves."""
+        if self.is_running():
+            return self.info()
+        self._forget()  # a previous process that died on its own
+        java = _java()
+        jars = kafka_jars()
+        classpath = f"{jars}/*"
+        self._write_config()
+        if not (self.data_dir / "meta.properties").exists():
+            self._format(java, classpath)
+        log_offset = self.log_path.stat().st_size if self.log_path.exists() else 0
+        cmd = [
+            java, *JVM_OPTS,
+            f"-Dlog4j2.configurationFile={self.workdir / 'log4j2.properties'}",
+            "-cp", classpath, "kafka.Kafka", str(self.config_path),
+        ]  # fmt: skip
+        with open(self.log_path, "ab") as log:
+            # Own session: Ctrl-C in a terminal or test runner must not reach the broker
+            # before we get to stop it cleanly, and a detached dev broker must outlive us.
+            self._proc = subprocess.Popen(
+                cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                cwd=self.workdir, start_new_session=True,
+            )  # fmt: skip
+        self.pid = self._proc.pid
+        self._finalizer = weakref.finalize(self, _kill_quietly, self._proc)
+        try:
+            self._wait_ready(log_offset)
+        except BaseException:
+            self.kill()
+            raise
+        return self.info()
+
+    def stop(self, timeout: float = 20.0) -> None:
+        """Shut down cleanly (SIGTERM), falling back to SIGKILL after ``timeout`` seconds."""
+        if self.pid is None:
+            return
+        if _signal(self.pid, signal.SIGTERM) and not self._wait_exit(timeout):
+            _signal(self.pid, signal.SIGKILL)
+            if not self._wait_exit(10):
+                raise BrokerError(f"broker pid {self.pid} survived SIGKILL")
+        self._forget()
+
+    def kill(self) -> None:
+        """Crash the broker (SIGKILL), as a power loss would; :meth:`restart` brings it back."""
+        if self.pid is None:
+            return
+        _signal(self.pid, signal.SIGKILL)
+        if not self._wait_exit(10):
+            raise BrokerError(f"broker pid {self.pid} survived SIGKILL")
+        self._forget()
+
+    def restart(self) -> BrokerInfo:
+        """Start again on the same ports and log dirs, stopping first if still running."""
+        self.stop()
+        return self.start()
+
+    def is_running(self) -> bool:
+        if self.pid is None:
+            return False
+        if self._proc is not None:
+            return self._proc.poll() is None
+        return _alive(self.pid)
+
+    def close(self) -> None:
+        """Stop the broker and delete the work directory if it was a temp dir we made."""
+        try:
+            self.stop()
+        finally:
+            if self._owns_workdir:
+                shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def detach(self) -> BrokerInfo:
+        """Leave the broker running after this object and this process are gone."""
+        info = self.info()
+        if self._finalizer is not None:
+            self._finalizer.detach()
+        self._owns_workdir = False
+        return info
+
+    def log_tail(self, lines: int = 30) -> str:
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(max(0, f.seek(0, os.SEEK_END) - 64 * 1024))
+                text = f.read().decode("utf-8", "replace")
+        except OSError:
+            return "(no log file)"
+        return "\n".join(text.splitlines()[-lines:])
+
+    def __enter__(self) -> KafkaBroker:
+        try:
+            self.start()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = f"pid={self.pid}" if self.pid else "stopped"
+        return f"<KafkaBroker {self.bootstrap} {state} workdir={self.workdir}>"
+
+    # -- internals -----------------------------------------------------------------------
+
+    def _write_config(self) -> None:
+        p, c = self.port, self.controller_port
+        props = {
+            "process.roles": "broker,controller",
+            "node.id": "1",
+            "controller.quorum.voters": f"1@127.0.0.1:{c}",
+            "listeners": f"PLAINTEXT://127.0.0.1:{p},CONTROLLER://127.0.0.1:{c}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{p}",
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "log.dirs": str(self.data_dir),
+            # Single node: every internal topic gets one replica.
+            "offsets.topic.replication.factor": "1",
+            "offsets.topic.num.partitions": "4",
+            "transaction.state.log.replication.factor": "1",
+            "transaction.state.log.min.isr": "1",
+            "transaction.state.log.num.partitions": "4",
+            "share.coordinator.state.topic.replication.factor": "1",
+            "share.coordinator.state.topic.min.isr": "1",
+            "default.replication.factor": "1",
+            "min.insync.replicas": "1",
+            "num.partitions": "1",
+            "group.initial.rebalance.delay.ms": "0",
+            # Small files and buffers: dev data is tiny and the heap is 512 MB.
+            "log.segment.bytes": str(16 * 1024 * 1024),
+            "log.cleaner.dedupe.buffer.size": str(16 * 1024 * 1024),
+            "num.network.threads": "2",
+            "num.io.threads": "4",
+        }
+        props.update(self.properties)
+        body = "".join(f"{k}={v}\n" for k, v in props.items())
+        self.config_path.write_text("# written by actionjournal.tools.dev_kafka\n" + body)
+        (self.workdir / "log4j2.properties").write_text(_LOG4J2)
+
+    def _format(self, java: str, classpath: str) -> None:
+        # Kafka 4 refuses to start on unformatted storage. With a static voter set
+        # (controller.quorum.voters) format takes just a cluster id, not --standalone.
+        cmd = [
+            java, "-Xmx256m", "-XX:+UseSerialGC",
+            f"-Dlog4j2.configurationFile={self.workdir / 'log4j2.properties'}",
+            "-cp", classpath, "kafka.tools.StorageTool", "format",
+            "--cluster-id", _cluster_id(), "--config", str(self.config_path),
+        ]  # fmt: skip
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
+        if proc.returncode != 0:
+            raise BrokerError(
+                f"formatting Kafka storage in {self.data_dir} failed (exit {proc.returncode}); "
+                f"delete {self.workdir} to start from scratch. Output:\n"
+                + (proc.stdout + proc.stderr).strip()
+            )
+
+    def _wait_ready(self, log_offset: int) -> None:
+        deadline = time.monotonic() + self.start_timeout
+        started = False
+        while time.monotonic() < deadline:
+            assert self._proc is not None
+            if self._proc.poll() is not None:
+                raise BrokerError(
+                    f"Kafka broker exited with code {self._proc.returncode} during startup "
+                    f"(workdir {self.workdir}); last log lines:\n{self.log_tail()}"
+                )
+            started = started or _log_contains(self.log_path, log_offset, _READY_LINE)
+            if started and _port_open(self.port) and _answers_metadata(self.bootstrap):
+                return
+            time.sleep(0.2)
+        raise BrokerError(
+            f"Kafka broker did not start within {self.start_timeout:.0f} s on {self.bootstrap} "
+            f"(workdir {self.workdir}); last log lines:\n{self.log_tail()}"
+        )
+
+    def _wait_exit(self, timeout: float) -> bool:
+        if self._proc is not None:
+            try:
+                self._proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                return False
+            return True
+        deadline = time.monotonic() + timeout
+        while _alive(self.pid):  # type: ignore[arg-type]
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.1)
+        return True
+
+    def _forget(self) -> None:
+        if self._finalizer is not None:
+            self._finalizer.detach()
+        self._finalizer = None
+        self._proc = None
+        self.pid = None
+
+
+@contextlib.contextmanager
+def running_broker(**kwargs: object) -> Iterator[str]:
+    """Run a private broker in a temp dir for the ``with`` block; yields its bootstrap address.
+
+    Keyword arguments go to :class:`KafkaBroker`. Use ``KafkaBroker`` directly to kill or
+    restart the broker mid-test.
+    """
+    with KafkaBroker(**kwargs) as broker:  # type: ignore[arg-type]
+        yield broker.bootstrap
+
+
+# -- detached dev broker (actionjournal dev kafka ...) ----------------------------------------
+
+
+def _state_file() -> Path:
+    return maven.cache_dir("dev") / "kafka.json"
+
+
+def start(workdir: str | os.PathLike[str] | None = None, *, port: int | None = None) -> BrokerInfo:
+    """Start the detached dev broker (or return the one already running).
+
+    Data persists in ``workdir`` (default ``<cache>/dev/kafka``) across stop/start.
+    """
+    current = status()
+    if current is not None:
+        return current
+    broker = KafkaBroker(workdir or maven.cache_dir("dev", "kafka"), port=port)
+    broker.start()
+    info = broker.detach()
+    _state_file().write_text(json.dumps(dataclasses.asdict(info), indent=2) + "\n")
+    return info
+
+
+def status() -> BrokerInfo | None:
+    """The detached dev broker if it is running, else None (clearing a stale state file)."""
+    path = _state_file()
+    try:
+        info = BrokerInfo(**json.loads(path.read_text()))
+    except FileNotFoundError:
+        return None
+    except (ValueError, TypeError):
+        path.unlink(missing_ok=True)
+        return None
+    if _is_our_broker(info):
+        return info
+    path.unlink(missing_ok=True)
+    return None
+
+
+def stop(timeout: float = 20.0) -> BrokerInfo | None:
+    """Stop the detached dev broker; returns what was stopped, or None if none was running."""
+    info = status()
+    if info is None:
+        return None
+    broker = KafkaBroker(info.workdir, port=info.port, controller_port=info.controller_port)
+    broker.pid = info.pid
+    broker.stop(timeout)
+    _state_file().unlink(missing_ok=True)
+    return info
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``actionjournal dev kafka start|stop|status``; returns a process exit code."""
+    parser = argparse.ArgumentParser(
+        prog="actionjournal dev kafka",
+        description=f"Run a single-node Apache Kafka {KAFKA_VERSION} broker (KRaft) for dev.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    p_start = sub.add_parser("start", help="start the broker and print its bootstrap address")
+    p_start.add_argument("--workdir", help="config, data and log dir (default: in the cache)")
+    p_start.add_argument("--port", type=int, help="client port (default: a free one)")
+    sub.add_parser("stop", help="stop the broker")
+    sub.add_parser("status", help="print the bootstrap address if running (exit 1 if not)")
+    args = parser.parse_args(argv)
+
+    try:
+        if args.command == "start":
+            info = start(args.workdir, port=args.port)
+            print(info.bootstrap)
+            print(f"pid {info.pid}, workdir {info.workdir}", file=sys.stderr)
+        elif args.command == "stop":
+            stopped = stop()
+            print(f"stopped broker pid {stopped.pid}" if stopped else "no broker running")
+        else:
+            info = status()
+            if info is None:
+                print("no broker running")
+                return 1
+            print(info.bootstrap)
+            print(f"pid {info.pid}, workdir {info.workdir}", file=sys.stderr)
+    except (BrokerError, maven.MavenError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+# -- helpers ---------------------------------------------------------------------------------
+
+
+def _java() -> str:
+    home = os.environ.get("JAVA_HOME")
+    java = str(Path(home, "bin", "java")) if home else shutil.which("java")
+    if not java or not os.access(java, os.X_OK):
+        raise BrokerError(
+            "java not found: install a JDK 17+ (e.g. `apt-get install openjdk-17-jre-headless`)"
+            " or set JAVA_HOME"
+        )
+    return java
+
+
+def _cluster_id() -> str:
+    # Same shape as `kafka-storage.sh random-uuid` (base64url UUID without padding) without
+    # paying for a JVM start. Kafka rejects ids starting with "-" (they look like options).
+    while True:
+        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        if not cid.startswith("-"):
+            return cid
+
+
+def _free_port(avoid: int | None = None) -> int:
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port != avoid:
+            return port
+
+
+def _port_open(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+def _answers_metadata(bootstrap: str) -> bool:
+    """Ask for cluster metadata when confluent-kafka is installed; else trust the log line."""
+    try:
+        from confluent_kafka.admin import AdminClient
+    except ImportError:
+        return True
+    try:
+        md = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=5)
+    except Exception:
+        return False
+    return bool(md.brokers)
+
+
+def _log_contains(path: Path, offset: int, needle: str) -> bool:
+    try:
+        with open(path, "rb") as f:
+            f.seek(offset)
+            return needle.encode() in f.read()
+    except OSError:
+        return False
+
+
+def _read_properties(path: Path) -> dict[str, str]:
+    try:
+        lines = path.read_text().splitlines()
+    except FileNotFoundError:
+        return {}
+    pairs = (line.split("=", 1) for line in lines if "=" in line and not line.startswith("#"))
+    return {k.strip(): v.strip() for k, v in pairs}
+
+
+def _listener_port(listeners: str, name: str) -> int | None:
+    for listener in listeners.split(","):
+        if listener.startswith(f"{name}://"):
+            return int(listener.rsplit(":", 1)[1])
+    return None
+
+
+def _signal(pid: int, sig: int) -> bool:
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # an exited but unreaped child still answers kill(0)
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def _is_our_broker(info: BrokerInfo) -> bool:
+    """Guard against a recycled pid: the process must be kafka.Kafka with our config."""
+    if not _alive(info.pid):
+        return False
+    try:
+        cmdline = Path(f"/proc/{info.pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return True  # no /proc (macOS): trust the state file
+    config = str(Path(info.workdir) / "server.properties").encode()
+    return b"kafka.Kafka" in cmdline and config in cmdline
+
+
+def _kill_quietly(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.kill()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(10)
