@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,9 +37,26 @@ class Snapshot(msgspec.Struct):
     keys: list[KeySnapshot]
 
 
+OutputSink = Callable[[Any, Event], None]
+
+
 class LocalRunner:
-    def __init__(self, agent: Agent, store: Any, config: JournalConfig | None = None) -> None:
+    """Runs an agent over keyed inputs; outputs go to ``outputs`` and to ``on_output`` if given.
+
+    Outputs are emitted when a run completes. After a restore, runs that finished
+    after the snapshot emit again with the same event ids, as a Flink job without
+    a transactional sink would: deduplicate by ``event.id`` downstream.
+    """
+
+    def __init__(
+        self,
+        agent: Agent,
+        store: Any,
+        config: JournalConfig | None = None,
+        on_output: OutputSink | None = None,
+    ) -> None:
         self.engine = AgentEngine(agent, store, config)
+        self.on_output = on_output
         self.states: dict[str, tuple[Any, KeyState]] = {}
         self.inputs_consumed = 0
         self.outputs: list[tuple[Any, Event]] = []
@@ -96,7 +113,10 @@ class LocalRunner:
                 result = await self.engine.run_next(key, key_id, state)
                 key, state = self.states[key_id]  # inputs may have arrived meanwhile
                 self.states[key_id] = (key, self.engine.complete(state, result))
-                self.outputs.extend((key, event) for event in result.outputs)
+                for event in result.outputs:
+                    self.outputs.append((key, event))
+                    if self.on_output is not None:
+                        self.on_output(key, event)
         except BaseException as exc:
             self._failure = self._failure or exc
             raise
@@ -123,10 +143,15 @@ class LocalRunner:
 
     @classmethod
     def restore(
-        cls, path: str | Path, agent: Agent, store: Any, config: JournalConfig | None = None
+        cls,
+        path: str | Path,
+        agent: Agent,
+        store: Any,
+        config: JournalConfig | None = None,
+        on_output: OutputSink | None = None,
     ) -> LocalRunner:
         """A runner with the snapshot's keyed state; call :meth:`resume` inside an event loop."""
-        runner = cls(agent, store, config)
+        runner = cls(agent, store, config, on_output)
         try:
             snap = msgspec.msgpack.decode(Path(path).read_bytes(), type=Snapshot)
         except msgspec.DecodeError as exc:

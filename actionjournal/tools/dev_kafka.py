@@ -252,7 +252,7 @@ class KafkaBroker:
                 text = f.read().decode("utf-8", "replace")
         except OSError:
             return "(no log file)"
-        return "\n".join(text.splitlines()[-lines:])
+        return "\n".join(text.splitlines()[-lines:]) or "(log is empty)"
 
     def __enter__(self) -> KafkaBroker:
         try:
@@ -295,6 +295,10 @@ class KafkaBroker:
             "min.insync.replicas": "1",
             "num.partitions": "1",
             "group.initial.rebalance.delay.ms": "0",
+            # After a SIGKILL the restarted broker may only re-register once the old
+            # incarnation's session expires: keep that wait short (default 9 s).
+            "broker.session.timeout.ms": "4000",
+            "broker.heartbeat.interval.ms": "500",
             # Small files and buffers: dev data is tiny and the heap is 512 MB.
             "log.segment.bytes": str(16 * 1024 * 1024),
             "log.cleaner.dedupe.buffer.size": str(16 * 1024 * 1024),
@@ -310,17 +314,18 @@ class KafkaBroker:
         # Kafka 4 refuses to start on unformatted storage. With a static voter set
         # (controller.quorum.voters) format takes just a cluster id, not --standalone.
         cmd = [
-            java, "-Xmx256m", "-XX:+UseSerialGC",
+            java, "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
             f"-Dlog4j2.configurationFile={self.workdir / 'log4j2.properties'}",
             "-cp", classpath, "kafka.tools.StorageTool", "format",
             "--cluster-id", _cluster_id(), "--config", str(self.config_path),
         ]  # fmt: skip
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
         if proc.returncode != 0:
+            output = (proc.stdout + proc.stderr).strip().splitlines()
+            message = "\n".join(x for x in output if not x.startswith("\tat "))  # no stack
             raise BrokerError(
                 f"formatting Kafka storage in {self.data_dir} failed (exit {proc.returncode}); "
-                f"delete {self.workdir} to start from scratch. Output:\n"
-                + (proc.stdout + proc.stderr).strip()
+                f"check the broker properties in {self.config_path}. Output:\n{message}"
             )
 
     def _wait_ready(self, log_offset: int) -> None:

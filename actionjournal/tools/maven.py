@@ -14,6 +14,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -91,7 +92,11 @@ def resolve(name: str, coordinates: Sequence[str], *, timeout: float = 900.0) ->
                     "network access to Maven Central (or a mirror in ~/.m2/settings.xml)"
                 ) from exc
             if proc.returncode != 0 or not any(jars.glob("*.jar")):
-                tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-25:])
+                output = re.sub(r"\x1b\[[0-9;]*m", "", proc.stdout + proc.stderr)
+                lines = [x for x in output.splitlines() if x.strip() not in ("", "[ERROR]")]
+                # Drop Maven's generic "re-run with -e / -X" advice after the real error.
+                cut = next((i for i, x in enumerate(lines) if "To see the full stack" in x), None)
+                tail = "\n".join(lines[:cut][-25:])
                 raise MavenError(
                     f"mvn failed to resolve {', '.join(coordinates)} (exit {proc.returncode}); "
                     "check the coordinates and network access to Maven Central (or a mirror "

@@ -1,0 +1,54 @@
+"""Crash points: kill the process for real at a named place in the journal's life.
+
+A crash point is ``"before:<Record>:<n>"`` or ``"after:<Record>:<n>"``: SIGKILL
+this process just before the n-th append of that record type reaches the store,
+or just after it was acknowledged. ``<Record>`` is a record class name such as
+``CallFinished``, ``ActionCompleted`` or ``RunCompleted``.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from typing import Any
+
+from actionjournal.durable.records import JournalRecord, Marker
+
+
+def kill_now() -> None:
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+class CrashingStore:
+    """Wraps a real store; kills the process at ``crash_at``. Everything else is delegated."""
+
+    def __init__(self, store: Any, crash_at: str | None) -> None:
+        self._store = store
+        self._lock = threading.Lock()
+        self._seen: dict[str, int] = {}
+        self._point: tuple[str, str, int] | None = None
+        if crash_at:
+            when, record_type, n = crash_at.split(":")
+            if when not in ("before", "after"):
+                raise ValueError(f"crash point {crash_at!r}: use before:<Record>:<n> or after:...")
+            self._point = (when, record_type, int(n))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    def append(self, record: JournalRecord) -> Marker:
+        hit = self._hit(type(record).__name__)
+        if hit == "before":
+            kill_now()
+        marker = self._store.append(record)
+        if hit == "after":
+            kill_now()
+        return marker
+
+    def _hit(self, record_type: str) -> str | None:
+        if self._point is None or self._point[1] != record_type:
+            return None
+        with self._lock:
+            self._seen[record_type] = self._seen.get(record_type, 0) + 1
+            return self._point[0] if self._seen[record_type] == self._point[2] else None

@@ -1,0 +1,91 @@
+"""A real local HTTP service that counts executions, for tests and the demo.
+
+Durable calls in tests go over HTTP to this service, so "how many times did it
+run" is answered by the called system, not by our own bookkeeping.
+
+    POST /calls/<name>   body {"call_id": ..., "value": ...} -> {"value": ..., "n": <count>}
+    GET  /calls/<call_id>  -> the stored response, or 404 if the call never arrived
+    GET  /counts           -> {"<call_id>": count, ...}
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+class CountingService:
+    def __init__(self, delay: float = 0.0) -> None:
+        self.delay = delay
+        self.counts: dict[str, int] = {}
+        self.responses: dict[str, Any] = {}
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def start(self) -> CountingService:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def __enter__(self) -> CountingService:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def executions(self) -> int:
+        with self._lock:
+            return sum(self.counts.values())
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        service = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def _reply(self, status: int, body: Any) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length", 0))
+                body = json.loads(self.rfile.read(length) or b"{}")
+                if service.delay:
+                    time.sleep(service.delay)
+                call_id = body.get("call_id") or self.path
+                name = self.path.rsplit("/", 1)[-1]
+                response = {"name": name, "value": body.get("value")}
+                with service._lock:
+                    service.counts[call_id] = service.counts.get(call_id, 0) + 1
+                    service.responses[call_id] = response
+                    n = service.counts[call_id]
+                self._reply(200, {**response, "n": n})
+
+            def do_GET(self) -> None:
+                with service._lock:
+                    if self.path == "/counts":
+                        return self._reply(200, dict(service.counts))
+                    call_id = self.path.rsplit("/", 1)[-1]
+                    if call_id in service.responses:
+                        return self._reply(200, service.responses[call_id])
+                self._reply(404, {"error": "unknown call"})
+
+        return Handler
