@@ -1,6 +1,6 @@
 """The agent and process driver of the crash tests (run as a child process that gets killed).
 
-    python tests/crash_agent.py STATE_DIR SERVICE_URL N_INPUTS [--crash POINT] [--reconcile]
+python tests/crash_agent.py STATE_DIR SERVICE_URL N_INPUTS [--crash POINT] [--reconcile]
 """
 
 from __future__ import annotations
@@ -58,15 +58,15 @@ class Triage(Agent):
         self.reconciler = probe_service(url) if reconcile else None
 
     def call(self, ctx, name, value):
-        return ctx.durable_execute(
-            call_service, self.url, name, value, reconciler=self.reconciler
-        )
+        return ctx.durable_execute(call_service, self.url, name, value, reconciler=self.reconciler)
 
     @action(InputEvent)
     def classify(self, event, ctx):
         ticket = event.input
         label = self.call(ctx, "classify", ticket["text"].split()[0])
-        ctx.short_term_memory.set("tickets", [*ctx.short_term_memory.get("tickets", []), ticket["id"]])
+        ctx.short_term_memory.set(
+            "tickets", [*ctx.short_term_memory.get("tickets", []), ticket["id"]]
+        )
         ctx.send_event(Event("classified", {"id": ticket["id"], "label": label["value"]}))
 
     @action("classified")

@@ -23,6 +23,7 @@ class CountingService:
         self.counts: dict[str, int] = {}
         self.responses: dict[str, Any] = {}
         self._lock = threading.Lock()
+        self._in_flight = 0
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -50,6 +51,23 @@ class CountingService:
         with self._lock:
             return sum(self.counts.values())
 
+    def wait_idle(self, quiet: float = 0.2, timeout: float = 10.0) -> None:
+        """Wait until no request has been in flight for ``quiet`` seconds.
+
+        A client killed mid-request may leave bytes that the service handles
+        after the kill; counts are only final once those are done.
+        """
+        deadline = time.monotonic() + timeout
+        quiet_since = time.monotonic()
+        while time.monotonic() < deadline:
+            with self._lock:
+                busy = self._in_flight > 0
+            if busy:
+                quiet_since = time.monotonic()
+            elif time.monotonic() - quiet_since >= quiet:
+                return
+            time.sleep(0.02)
+
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         service = self
 
@@ -66,6 +84,15 @@ class CountingService:
                 self.wfile.write(data)
 
             def do_POST(self) -> None:
+                with service._lock:
+                    service._in_flight += 1
+                try:
+                    self._call()
+                finally:
+                    with service._lock:
+                        service._in_flight -= 1
+
+            def _call(self) -> None:
                 length = int(self.headers.get("Content-Length", 0))
                 body = json.loads(self.rfile.read(length) or b"{}")
                 if service.delay:

@@ -82,6 +82,7 @@ def test_killed_in_window_then_restored(window, reconcile, tmp_path, uninterrupt
         assert crashed.returncode == -9, crashed.stderr[-2000:]
         # Calls that reached the service but whose outcome the journal does not hold:
         # killed in flight (other keys' calls run concurrently) or killed before the record.
+        service.wait_idle()
         unrecorded = set(service.counts) - finished_call_ids(tmp_path)
         restored = run_child(tmp_path, service.url, *flags)
         assert restored.returncode == 0, restored.stderr[-2000:]

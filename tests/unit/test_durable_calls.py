@@ -226,9 +226,7 @@ def test_identical_fan_out_events_are_separate_action_executions(store):
     second = run(FanOut(), store, [("k", 1)])
     assert CALLS["each"] == 3
     assert len({e.id for _, e in second.outputs}) == 3
-    assert sorted(e.output for _, e in second.outputs) == sorted(
-        e.output for _, e in first.outputs
-    )
+    assert sorted(e.output for _, e in second.outputs) == sorted(e.output for _, e in first.outputs)
 
 
 class Keyed(Agent):
