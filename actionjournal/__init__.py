@@ -35,6 +35,7 @@ __all__ = [
     "LocalRunner",
     "MarkerMismatchError",
     "NotStarted",
+    "OutputEvent",
     "ReconcileError",
     "RecordedCallError",
     "Recovered",

@@ -77,7 +77,7 @@ def test_values_none_pydantic_and_plain_data():
 
 
 def test_unsupported_value_is_refused_without_pickle():
-    with pytest.raises(EncodingError, match="cannot journal result of f.*object"):
+    with pytest.raises(EncodingError, match=r"cannot journal result of f.*object"):
         ValueCodec().encode(object(), "result of f")
 
 
@@ -89,7 +89,7 @@ def test_pickled_value_needs_opt_in_to_decode():
 
 
 def test_payload_limit():
-    with pytest.raises(PayloadTooLargeError, match="over journal.max_payload_bytes=100"):
+    with pytest.raises(PayloadTooLargeError, match=r"over journal\.max_payload_bytes=100"):
         ValueCodec(max_payload_bytes=100).encode("x" * 200, "result of f")
 
 

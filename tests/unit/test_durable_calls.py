@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections import Counter
 
 import pytest
@@ -123,10 +124,8 @@ def test_recorded_errors_replay_with_type_or_as_recorded_call_error(store):
 class Transient(Agent):
     @action(InputEvent)
     def handle(self, event, ctx):
-        try:
+        with contextlib.suppress(KeyError):
             ctx.durable_execute(failing, "key", record_failures=False)
-        except KeyError:
-            pass
         raise RuntimeError("crash")
 
 
