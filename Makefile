@@ -1,0 +1,36 @@
+# make demo   - set up .venv and run the crash-and-recover demo on the embedded SQLite journal
+# make test   - set up .venv and run the whole suite (starts a local Kafka broker itself)
+# make bench  - benchmarks; BENCH=prefix runs only entries whose name starts with prefix
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+EXTRAS ?= dev,kafka
+
+.PHONY: demo test test-fast bench lint clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e ".[$(EXTRAS)]"
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/actionjournal demo
+
+# pytest exits 5 when it collected no test; make treats any non-zero exit as failure.
+test: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest -q
+
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -m "not slow and not kafka and not fluss and not flink"
+
+bench: $(STAMP)
+	$(BIN)/python -m benchmarks.run $(if $(BENCH),--only $(BENCH),)
+
+lint: $(STAMP)
+	$(BIN)/ruff check . && $(BIN)/ruff format --check .
+
+clean:
+	rm -rf $(VENV) .demo .pytest_cache .ruff_cache

@@ -1,0 +1,31 @@
+"""The ``actionjournal`` command: demo, dev services."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+USAGE = """usage: actionjournal COMMAND ...
+
+commands:
+  demo                          run the crash-and-recover demo on SQLite
+  dev kafka start|stop|status   a local Apache Kafka broker for development
+"""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["demo"]:
+        from actionjournal.tools import demo
+
+        return demo.main(args[1:])
+    if args[:2] == ["dev", "kafka"]:
+        from actionjournal.tools import dev_kafka
+
+        return dev_kafka.main(args[2:])
+    print(USAGE, file=sys.stderr if args and args[0] not in ("-h", "--help") else sys.stdout)
+    return 0 if args[:1] in (["-h"], ["--help"]) else 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,58 @@
+"""Run benchmarks side by side and write benchmarks/results/latest.json.
+
+Every entry measures our path and its baseline in the same run and reports
+``ratio = ours / baseline``; ``target`` is a ratio unless the entry says
+otherwise in docs/performance.md (e.g. microseconds per call for the memory store).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import time
+from pathlib import Path
+
+from benchmarks import bench_core
+
+RESULTS = Path(__file__).parent / "results" / "latest.json"
+
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    system = f"{platform.system()} {platform.release()} {cpu}"
+    return f"{system}, {os.cpu_count()} cores, Python {platform.python_version()}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--only", default="", help="run entries whose name starts with this prefix")
+    args = p.parse_args(argv)
+    selected = {n: f for n, f in bench_core.BENCHMARKS.items() if n.startswith(args.only)}
+    if not selected:
+        print(f"no benchmark name starts with {args.only!r}")
+        return 2
+    results = []
+    for name, fn in selected.items():
+        print(f"running {name} ...", flush=True)
+        results.append(fn())
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    report = {
+        "machine": machine(),
+        "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "benchmarks": results,
+    }
+    RESULTS.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"\n{'name':32} {'unit':10} {'ours':>10} {'baseline':>10} {'ratio':>8} {'target':>8}")
+    for r in results:
+        print(
+            f"{r['name']:32} {r['unit']:10} {r['ours']:>10} {r['baseline']:>10} "
+            f"{r['ratio']:>8} {r['target']:>8}"
+        )
+    print(f"\nwrote {RESULTS}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
