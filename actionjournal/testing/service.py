@@ -17,6 +17,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 
+class _QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass  # clients killed mid-request (on purpose, in crash tests) are not errors
+
+
 class CountingService:
     def __init__(self, delay: float = 0.0) -> None:
         self.delay = delay
@@ -24,8 +31,7 @@ class CountingService:
         self.responses: dict[str, Any] = {}
         self._lock = threading.Lock()
         self._in_flight = 0
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
+        self._server = _QuietServer(("127.0.0.1", 0), self._handler())
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     @property
@@ -94,10 +100,15 @@ class CountingService:
 
             def _call(self) -> None:
                 length = int(self.headers.get("Content-Length", 0))
-                body = json.loads(self.rfile.read(length) or b"{}")
+                raw = self.rfile.read(length)
+                if len(raw) < length:  # the client died mid-request: nothing was executed
+                    return
+                body = json.loads(raw or b"{}")
+                call_id = body.get("call_id")
+                if not call_id:
+                    return self._reply(400, {"error": "body needs a call_id"})
                 if service.delay:
                     time.sleep(service.delay)
-                call_id = body.get("call_id") or self.path
                 name = self.path.rsplit("/", 1)[-1]
                 response = {"name": name, "value": body.get("value")}
                 with service._lock:
