@@ -1,0 +1,166 @@
+"""A call whose CallStarted is journaled but whose outcome is not: reconcilers and policies."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from actionjournal import (
+    Agent,
+    Failed,
+    InputEvent,
+    LocalRunner,
+    NotStarted,
+    ReconcileError,
+    Recovered,
+    StillRunning,
+    UnknownOutcomeError,
+    action,
+)
+from actionjournal.durable.errors import ActionFailedError
+from actionjournal.stores import MemoryStore
+
+EXECUTED: list[str] = []
+SEEN: list[object] = []
+
+
+def pay(order: str) -> str:
+    EXECUTED.append(order)
+    return f"paid {order}"
+
+
+class Payer(Agent):
+    def __init__(self, **call_options) -> None:
+        self.options = call_options
+
+    @action(InputEvent)
+    def handle(self, event, ctx):
+        try:
+            SEEN.append(ctx.durable_execute(pay, event.input, **self.options))
+        except Exception as exc:
+            SEEN.append(exc)
+            raise
+        raise RuntimeError("crash after the call")
+
+
+class AsyncPayer(Payer):
+    @action(InputEvent)
+    async def handle(self, event, ctx):
+        SEEN.append(await ctx.durable_execute_async(pay, event.input, **self.options))
+        raise RuntimeError("crash after the call")
+
+
+@pytest.fixture(autouse=True)
+def _reset():
+    EXECUTED.clear()
+    SEEN.clear()
+
+
+def crash_with_unknown_outcome(store: MemoryStore, agent: Agent) -> None:
+    """Run once, then drop the CallFinished: as if the process died during the call."""
+    with pytest.raises(ActionFailedError):
+        asyncio.run(LocalRunner(agent, store).run([("k", "o-1")]))
+    store.entries = [e for e in store.entries if not _is_call_finished(store, e[3])]
+    EXECUTED.clear()
+    SEEN.clear()
+
+
+def _is_call_finished(store: MemoryStore, data: bytes) -> bool:
+    return type(store.codec.decode(data)).__name__ == "CallFinished"
+
+
+def recover(store: MemoryStore, agent: Agent) -> LocalRunner:
+    runner = LocalRunner(agent, store)
+    with pytest.raises(ActionFailedError) as info:
+        asyncio.run(runner.run([("k", "o-1")]))
+    runner.failure = info.value
+    return runner
+
+
+def test_recovered_value_is_used_and_journaled():
+    asked = []
+    store = MemoryStore()
+
+    def reconciler(info):
+        asked.append(info)
+        return Recovered("paid o-1 (from the payment API)")
+
+    crash_with_unknown_outcome(store, Payer(reconciler=reconciler))
+    runner = recover(store, Payer(reconciler=reconciler))
+    assert EXECUTED == [] and SEEN == ["paid o-1 (from the payment API)"]
+    assert runner.counts["reconciled"] == 1 and runner.counts["unknown"] == 1
+    assert asked[0].args == ("o-1",) and asked[0].attempt == 1 and len(asked[0].call_id) == 32
+    recover(store, Payer(reconciler=reconciler))  # now replayed from the journal
+    assert len(asked) == 1 and SEEN[-1] == "paid o-1 (from the payment API)"
+
+
+def test_recovered_failure_is_raised_and_journaled():
+    store = MemoryStore()
+
+    def reconciler(info):
+        return Failed(ValueError("card declined"))
+
+    crash_with_unknown_outcome(store, Payer(reconciler=reconciler))
+    recover(store, Payer(reconciler=reconciler))
+    assert EXECUTED == [] and isinstance(SEEN[0], ValueError)
+    recover(store, Payer(reconciler=lambda info: pytest.fail("asked again")))
+    assert str(SEEN[-1]) == "card declined"
+
+
+def test_not_started_runs_the_call_now():
+    store = MemoryStore()
+    crash_with_unknown_outcome(store, Payer(reconciler=lambda info: NotStarted()))
+    recover(store, Payer(reconciler=lambda info: NotStarted()))
+    assert EXECUTED == ["o-1"] and SEEN == ["paid o-1"]
+
+
+def test_still_running_is_asked_again_until_settled():
+    answers = [StillRunning(0.01), StillRunning(0.01), Recovered("done")]
+    store = MemoryStore()
+    crash_with_unknown_outcome(store, Payer(reconciler=lambda info: NotStarted()))
+    recover(store, Payer(reconciler=lambda info: answers.pop(0)))
+    assert answers == [] and SEEN == ["done"] and EXECUTED == []
+
+
+def test_never_settling_fails_with_reconcile_error_instead_of_looping():
+    store = MemoryStore()
+    opts = {"reconciler": lambda info: StillRunning(0.02), "reconcile_timeout": 0.1}
+    crash_with_unknown_outcome(store, Payer(**opts))
+    runner = recover(store, Payer(**opts))
+    assert isinstance(runner.failure.__cause__, ReconcileError)
+    assert "still running after" in str(runner.failure.__cause__)
+    assert EXECUTED == []
+
+
+def test_reconciler_that_raises_fails_the_action_clearly():
+    def broken(info):
+        raise ConnectionError("payment API unreachable")
+
+    store = MemoryStore()
+    crash_with_unknown_outcome(store, Payer(reconciler=broken))
+    runner = recover(store, Payer(reconciler=broken))
+    cause = runner.failure.__cause__
+    assert isinstance(cause, ReconcileError) and "payment API unreachable" in str(cause)
+    assert EXECUTED == []
+
+
+def test_async_reconciler_with_async_call():
+    async def reconciler(info):
+        await asyncio.sleep(0)
+        return Recovered("async recovered")
+
+    store = MemoryStore()
+    crash_with_unknown_outcome(store, AsyncPayer(reconciler=reconciler))
+    recover(store, AsyncPayer(reconciler=reconciler))
+    assert SEEN == ["async recovered"] and EXECUTED == []
+
+
+def test_policy_fail_raises_unknown_outcome_error():
+    store = MemoryStore()
+    crash_with_unknown_outcome(store, Payer(on_unknown="fail"))
+    runner = recover(store, Payer(on_unknown="fail"))
+    cause = runner.failure.__cause__
+    assert isinstance(cause, UnknownOutcomeError)
+    assert "call id" in str(cause) and "register a reconciler" in str(cause)
+    assert EXECUTED == []
