@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from actionjournal.operator.events import Event, event_type_of
+from actionjournal.reconcilers.registry import NAME_ATTR
 
 _ACTION_ATTR = "__actionjournal_action__"
 
@@ -49,6 +50,18 @@ class Agent:
     @property
     def operator_uid(self) -> str:
         return self.uid or type(self).__name__
+
+    def reconcilers(self) -> dict[str, Callable[..., Any]]:
+        """Methods registered with ``@reconciler(name)``, by name."""
+        cached = self.__dict__.get("_reconcilers_by_name")
+        if cached is None:
+            cached = {
+                getattr(member, NAME_ATTR): getattr(self, name)
+                for name, member in _members_in_order(type(self))
+                if hasattr(member, NAME_ATTR)
+            }
+            self.__dict__["_reconcilers_by_name"] = cached
+        return cached
 
     def actions(self) -> dict[str, list[ActionSpec]]:
         """Actions by the event type they listen on, in definition order."""

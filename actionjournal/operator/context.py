@@ -7,13 +7,16 @@ from typing import Any
 
 from actionjournal.durable.calls import ActionCalls, CallOptions, Reconciler
 from actionjournal.durable.config import UnknownOutcomePolicy
+from actionjournal.operator.agent import Agent
 from actionjournal.operator.events import Event
 from actionjournal.operator.memory import Memory
+from actionjournal.reconcilers.registry import resolve
 
 
 class RunnerContext:
     def __init__(
         self,
+        agent: Agent,
         key: Any,
         seq: int,
         calls: ActionCalls,
@@ -21,6 +24,7 @@ class RunnerContext:
         sensory_memory: Memory,
         sent: list[Event],
     ) -> None:
+        self.agent = agent
         self.key = key
         self.seq = seq
         self.short_term_memory = short_term_memory
@@ -39,14 +43,20 @@ class RunnerContext:
         fn: Callable[..., Any],
         *args: Any,
         durable_id: str | None = None,
-        reconciler: Reconciler | None = None,
+        reconciler: Reconciler | str | None = None,
         on_unknown: UnknownOutcomePolicy | None = None,
         record_failures: bool = True,
         reconcile_timeout: float = 300.0,
         **kwargs: Any,
     ) -> Any:
-        """Run ``fn(*args, **kwargs)`` once; after a failure return or raise what it recorded."""
-        opts = CallOptions(durable_id, reconciler, on_unknown, record_failures, reconcile_timeout)
+        """Run ``fn(*args, **kwargs)`` once; after a failure return or raise what it recorded.
+
+        ``reconciler`` is a callable or the name of one registered in the agent; without
+        it, the function's own (``@reconciled_by``) is used.
+        """
+        opts = self._options(
+            fn, durable_id, reconciler, on_unknown, record_failures, reconcile_timeout
+        )
         return self._calls.execute(fn, args, kwargs, opts)
 
     def durable_execute_async(
@@ -54,12 +64,26 @@ class RunnerContext:
         fn: Callable[..., Any],
         *args: Any,
         durable_id: str | None = None,
-        reconciler: Reconciler | None = None,
+        reconciler: Reconciler | str | None = None,
         on_unknown: UnknownOutcomePolicy | None = None,
         record_failures: bool = True,
         reconcile_timeout: float = 300.0,
         **kwargs: Any,
     ) -> Coroutine[Any, Any, Any]:
         """Awaitable form; its position is fixed when called, so ``asyncio.gather`` replays."""
-        opts = CallOptions(durable_id, reconciler, on_unknown, record_failures, reconcile_timeout)
+        opts = self._options(
+            fn, durable_id, reconciler, on_unknown, record_failures, reconcile_timeout
+        )
         return self._calls.execute_async(fn, args, kwargs, opts)
+
+    def _options(
+        self,
+        fn: Callable[..., Any],
+        durable_id: str | None,
+        reconciler: Reconciler | str | None,
+        on_unknown: UnknownOutcomePolicy | None,
+        record_failures: bool,
+        reconcile_timeout: float,
+    ) -> CallOptions:
+        chosen = resolve(reconciler, fn, self.agent.reconcilers())
+        return CallOptions(durable_id, chosen, on_unknown, record_failures, reconcile_timeout)

@@ -141,6 +141,7 @@ class Run:
             self.writer, aid, spec.name, recorded, env.config, env.values, env.counts
         )
         ctx = RunnerContext(
+            env.agent,
             self.key,
             self.seq,
             calls,

@@ -19,6 +19,7 @@ from actionjournal import (
     action,
 )
 from actionjournal.durable.errors import ActionFailedError
+from actionjournal.reconcilers import reconciled_by, reconciler
 from actionjournal.stores import MemoryStore
 
 EXECUTED: list[str] = []
@@ -163,4 +164,54 @@ def test_policy_fail_raises_unknown_outcome_error():
     cause = runner.failure.__cause__
     assert isinstance(cause, UnknownOutcomeError)
     assert "call id" in str(cause) and "register a reconciler" in str(cause)
+    assert EXECUTED == []
+
+
+def probe(info):
+    return Recovered(f"probed {info.args[0]}")
+
+
+@reconciled_by(probe)
+def pay_with_probe(order: str) -> str:
+    EXECUTED.append(order)
+    return f"paid {order}"
+
+
+class ByFunction(Agent):
+    @action(InputEvent)
+    def handle(self, event, ctx):
+        SEEN.append(ctx.durable_execute(pay_with_probe, event.input))
+        raise RuntimeError("crash after the call")
+
+
+class ByName(Agent):
+    @reconciler("payments")
+    def payments(self, info):
+        return Recovered(f"by name {info.args[0]}")
+
+    @action(InputEvent)
+    def handle(self, event, ctx):
+        SEEN.append(ctx.durable_execute(pay, event.input, reconciler="payments"))
+        raise RuntimeError("crash after the call")
+
+
+@pytest.mark.parametrize(
+    ("agent", "expected"), [(ByFunction, "probed o-1"), (ByName, "by name o-1")]
+)
+def test_reconciler_from_the_function_or_registered_by_name(agent, expected):
+    store = MemoryStore()
+    crash_with_unknown_outcome(store, agent())
+    recover(store, agent())
+    assert SEEN == [expected] and EXECUTED == []
+
+
+def test_unknown_reconciler_name_is_a_clear_error():
+    class Typo(Agent):
+        @action(InputEvent)
+        def handle(self, event, ctx):
+            ctx.durable_execute(pay, event.input, reconciler="paymnets")
+
+    with pytest.raises(ActionFailedError) as info:
+        asyncio.run(LocalRunner(Typo(), MemoryStore()).run([("k", "o-1")]))
+    assert "no reconciler named 'paymnets'" in str(info.value.__cause__)
     assert EXECUTED == []
