@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import os
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -8,7 +10,7 @@ import pytest
 from actionjournal.stores import MemoryStore, SqliteStore
 from actionjournal.stores.base import ActionStateStore
 
-STORE_KINDS = ["memory", "sqlite"]
+STORE_KINDS = ["memory", "sqlite", pytest.param("kafka", marks=pytest.mark.kafka)]
 
 
 def make_store(kind: str, tmp_path: Path, **kwargs) -> ActionStateStore:
@@ -19,8 +21,32 @@ def make_store(kind: str, tmp_path: Path, **kwargs) -> ActionStateStore:
     raise ValueError(kind)
 
 
+@pytest.fixture(scope="session")
+def kafka_bootstrap() -> Iterator[str]:
+    """``KAFKA_BOOTSTRAP`` if set, else a private broker started on first use for the session.
+
+    Here rather than in tests/integration so the store contract suite (tests/unit) can use it.
+    """
+    if os.environ.get("KAFKA_BOOTSTRAP"):
+        yield os.environ["KAFKA_BOOTSTRAP"]
+        return
+    from actionjournal.tools.dev_kafka import running_broker
+
+    with running_broker() as bootstrap:
+        yield bootstrap
+
+
 @pytest.fixture(params=STORE_KINDS)
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ActionStateStore]:
-    s = make_store(request.param, tmp_path)
+    if request.param == "kafka":
+        from actionjournal.stores.kafka import KafkaActionStateStore, KafkaStoreConfig
+
+        bootstrap = request.getfixturevalue("kafka_bootstrap")
+        topic = f"contract-{uuid.uuid4().hex[:12]}"
+        s = KafkaActionStateStore(
+            KafkaStoreConfig(bootstrap_servers=bootstrap, topic=topic, partitions=4)
+        )
+    else:
+        s = make_store(request.param, tmp_path)
     yield s
     s.close()

@@ -1,6 +1,7 @@
 """The agent and process driver of the crash tests (run as a child process that gets killed).
 
 python tests/crash_agent.py STATE_DIR SERVICE_URL N_INPUTS [--crash POINT] [--reconcile]
+    [--kafka BOOTSTRAP --topic TOPIC]   (journal in Kafka instead of STATE_DIR/journal.db)
 """
 
 from __future__ import annotations
@@ -95,8 +96,17 @@ async def main(argv: list[str]) -> None:
     p.add_argument("n", type=int)
     p.add_argument("--crash")
     p.add_argument("--reconcile", action="store_true")
+    p.add_argument("--kafka", metavar="BOOTSTRAP")
+    p.add_argument("--topic", default="actionjournal")
     args = p.parse_args(argv)
-    store = SqliteStore(args.state_dir / "journal.db")
+    if args.kafka:
+        from actionjournal.stores.kafka import KafkaActionStateStore, KafkaStoreConfig
+
+        store = KafkaActionStateStore(
+            KafkaStoreConfig(bootstrap_servers=args.kafka, topic=args.topic)
+        )
+    else:
+        store = SqliteStore(args.state_dir / "journal.db")
     if args.crash and args.crash.startswith("call:"):
         CRASH_BEFORE_CALL = int(args.crash.split(":")[1])
         crash_store = store
@@ -117,6 +127,7 @@ async def main(argv: list[str]) -> None:
             runner = LocalRunner(agent, crash_store, on_output=emit)
         await runner.run(inputs(args.n), snapshot_path=snapshot, snapshot_every=2, pace=0.002)
     runner.snapshot(args.state_dir / "final")
+    store.close()
     print(json.dumps(runner.counts))
 
 
