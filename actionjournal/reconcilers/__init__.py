@@ -15,6 +15,7 @@ from actionjournal.durable.outcomes import (
     StillRunning,
 )
 from actionjournal.reconcilers.registry import reconciled_by, reconciler
+from actionjournal.reconcilers.remote_job import RemoteAgentError, RemoteAgentJob, RemoteJobFailed
 
 __all__ = [
     "CallInfo",
@@ -22,6 +23,9 @@ __all__ = [
     "NotStarted",
     "Outcome",
     "Recovered",
+    "RemoteAgentError",
+    "RemoteAgentJob",
+    "RemoteJobFailed",
     "StillRunning",
     "reconciled_by",
     "reconciler",

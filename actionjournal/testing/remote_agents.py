@@ -1,0 +1,301 @@
+"""A real local remote-agent service: runs are background jobs, so a retry can double them.
+
+It implements the protocol of remote agent services (see REFERENCES, "Remote
+agents as durable async jobs") over real HTTP, so tests of
+:class:`~actionjournal.reconcilers.remote_job.RemoteAgentJob` count turns at
+the called system instead of trusting our own bookkeeping:
+
+    POST /api/agents/<agent>/threads/<thread>/messages   {"message": ...}
+        -> {"thread_id": <thread>, "status": "started"}  a new turn starts in the background
+        -> {"thread_id": <thread>, "status": "running"}  while a run is active: nothing starts
+    GET  /api/agents/<agent>/threads/<thread>/stream     Server-Sent Events, re-attachable:
+        ``event: progress`` ..., then ``event: completed`` (data {"result": ...})
+        or ``event: failed`` (data {"error": ...}); 404 when the thread has no run
+    GET  /api/agents/<agent>/threads/<thread>
+        -> {"thread_id", "status": running|completed|failed|not_started, "result", "error"}
+
+Re-posting after a run ended starts a *new* turn, as the real services do: that
+is the behaviour a careless retry triggers, and ``turns[thread] > 1`` shows it.
+Results are deterministic (``"<agent> answered <message>"``, with ``(turn n)``
+from the second turn on); a message containing ``"fail"`` ends ``failed``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import unquote
+
+_PATH = re.compile(r"^/api/agents/([^/]+)/threads/([^/]+)(/messages|/stream)?/?$")
+
+
+class _QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass  # clients killed mid-request or mid-stream (on purpose, in crash tests) are not errors
+
+
+@dataclass
+class _Run:
+    """One turn of a thread."""
+
+    agent: str
+    thread: str
+    message: Any
+    turn: int
+    status: str = "running"
+    result: Any = None
+    error: str | None = None
+    progress: list[dict[str, Any]] = field(default_factory=list)
+
+
+class RemoteAgentService:
+    """The service, on 127.0.0.1 and a free port; ``with RemoteAgentService() as s: s.url``.
+
+    ``run_seconds``: how long a run takes; it sends ``progress_events`` progress events
+    spread over that time. ``agents``: if given, other agent names answer 404.
+    Fault injection, to test clients' retries: the next ``drop_post_replies`` POSTs start
+    their run but close the connection without a reply; the next ``cut_streams`` streams
+    are cut after their first progress event.
+    """
+
+    def __init__(
+        self,
+        run_seconds: float = 0.3,
+        progress_events: int = 3,
+        agents: set[str] | None = None,
+        keepalive: float = 0.5,
+    ) -> None:
+        self.run_seconds = run_seconds
+        self.progress_events = progress_events
+        self.agents = agents
+        self.keepalive = keepalive
+        self.drop_post_replies = 0
+        self.cut_streams = 0
+        self.turns: dict[str, int] = {}
+        """Runs started per thread: more than 1 means a finished thread was posted again."""
+        self.posts: dict[str, int] = {}
+        """POST requests received per thread (a POST while running starts nothing)."""
+        self.probes: list[tuple[str, str]] = []
+        """(thread, status answered) for every status GET, in order."""
+        self.runs: dict[tuple[str, str], _Run] = {}
+        self._cond = threading.Condition()
+        self._in_flight = 0
+        self._stopping = threading.Event()
+        self._server = _QuietServer(("127.0.0.1", 0), self._handler())
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def start(self) -> RemoteAgentService:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()
+        with self._cond:
+            self._cond.notify_all()
+        self._server.shutdown()
+        self._server.server_close()
+
+    def __enter__(self) -> RemoteAgentService:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def status(self, agent: str, thread: str) -> dict[str, Any]:
+        """What ``GET .../threads/<thread>`` answers (without recording a probe)."""
+        with self._cond:
+            return self._status(agent, thread)
+
+    def wait_finished(self, agent: str, thread: str, timeout: float = 30.0) -> dict[str, Any]:
+        """Block until the thread's current run ended; its status."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while self._status(agent, thread)["status"] == "running":
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(f"thread {thread} of {agent} still running after {timeout}s")
+                self._cond.wait(left)
+            return self._status(agent, thread)
+
+    def wait_idle(self, quiet: float = 0.2, timeout: float = 10.0) -> None:
+        """Wait until no POST has been in flight for ``quiet`` seconds.
+
+        A client killed mid-request may leave bytes the service handles after the
+        kill; turn counts are only final once those are done.
+        """
+        deadline = time.monotonic() + timeout
+        quiet_since = time.monotonic()
+        while time.monotonic() < deadline:
+            with self._cond:
+                busy = self._in_flight > 0
+            if busy:
+                quiet_since = time.monotonic()
+            elif time.monotonic() - quiet_since >= quiet:
+                return
+            time.sleep(0.02)
+
+    # -- the service's behaviour --------------------------------------------------------
+
+    def _status(self, agent: str, thread: str) -> dict[str, Any]:
+        run = self.runs.get((agent, thread))
+        if run is None:
+            return {"thread_id": thread, "status": "not_started", "result": None, "error": None}
+        return {"thread_id": thread, "status": run.status, "result": run.result, "error": run.error}
+
+    def _post(self, agent: str, thread: str, message: Any) -> dict[str, Any]:
+        with self._cond:
+            self.posts[thread] = self.posts.get(thread, 0) + 1
+            current = self.runs.get((agent, thread))
+            if current is not None and current.status == "running":
+                return {"thread_id": thread, "status": "running"}
+            # Not started, or ended: a new turn. Real services do this, and it is the hazard.
+            self.turns[thread] = self.turns.get(thread, 0) + 1
+            run = _Run(agent, thread, message, self.turns[thread])
+            self.runs[(agent, thread)] = run
+        threading.Thread(target=self._work, args=(run,), daemon=True).start()
+        return {"thread_id": thread, "status": "started"}
+
+    def _work(self, run: _Run) -> None:
+        step = self.run_seconds / (self.progress_events + 1)
+        for i in range(1, self.progress_events + 1):
+            if self._stopping.wait(step):
+                return
+            with self._cond:
+                run.progress.append({"step": i, "of": self.progress_events})
+                self._cond.notify_all()
+        if self._stopping.wait(step):
+            return
+        with self._cond:
+            if "fail" in str(run.message):
+                run.status = "failed"
+                run.error = f"{run.agent} could not answer {run.message!r}"
+            else:
+                run.status = "completed"
+                suffix = f" (turn {run.turn})" if run.turn > 1 else ""
+                run.result = f"{run.agent} answered {run.message}{suffix}"
+            self._cond.notify_all()
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        service = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def _reply(self, status: int, body: Any) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _route(self) -> tuple[str, str, str] | None:
+                match = _PATH.match(self.path)
+                if match is None:
+                    self._reply(404, {"error": f"no route {self.path}"})
+                    return None
+                agent, thread = unquote(match[1]), unquote(match[2])
+                if service.agents is not None and agent not in service.agents:
+                    self._reply(404, {"error": f"no agent named {agent!r}"})
+                    return None
+                return agent, thread, match[3] or ""
+
+            def do_POST(self) -> None:
+                with service._cond:
+                    service._in_flight += 1
+                try:
+                    self._messages()
+                finally:
+                    with service._cond:
+                        service._in_flight -= 1
+
+            def _messages(self) -> None:
+                length = int(self.headers.get("Content-Length", 0))
+                raw = self.rfile.read(length)
+                if len(raw) < length:  # the client died mid-request: nothing was posted
+                    return
+                route = self._route()
+                if route is None:
+                    return
+                agent, thread, tail = route
+                if tail != "/messages":
+                    return self._reply(405, {"error": "POST only to .../messages"})
+                try:
+                    message = json.loads(raw)["message"]
+                except (ValueError, KeyError, TypeError):
+                    return self._reply(400, {"error": 'body must be {"message": ...}'})
+                reply = service._post(agent, thread, message)
+                with service._cond:
+                    drop = service.drop_post_replies > 0
+                    service.drop_post_replies -= drop
+                if not drop:  # dropped: the run started, the client never hears of it
+                    self._reply(200, reply)
+
+            def do_GET(self) -> None:
+                route = self._route()
+                if route is None:
+                    return
+                agent, thread, tail = route
+                if tail == "/stream":
+                    return self._stream(agent, thread)
+                if tail:
+                    return self._reply(405, {"error": "GET .../messages is not supported"})
+                with service._cond:
+                    status = service._status(agent, thread)
+                    service.probes.append((thread, status["status"]))
+                self._reply(200, status)
+
+            def _stream(self, agent: str, thread: str) -> None:
+                with service._cond:
+                    run = service.runs.get((agent, thread))
+                    cut = run is not None and service.cut_streams > 0
+                    service.cut_streams -= cut
+                if run is None:
+                    return self._reply(404, {"thread_id": thread, "status": "not_started"})
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Cache-Control", "no-cache")
+                self.end_headers()
+                sent = 0
+                try:
+                    while not service._stopping.is_set():
+                        with service._cond:
+                            if len(run.progress) == sent and run.status == "running":
+                                service._cond.wait(service.keepalive)
+                            new = run.progress[sent:]
+                            status, result, error = run.status, run.result, run.error
+                        for event in new:
+                            self._event("progress", event)
+                            sent += 1
+                            if cut:
+                                return  # the connection closes without a final event
+                        if status == "completed":
+                            return self._event("completed", {"result": result})
+                        if status == "failed":
+                            return self._event("failed", {"error": error})
+                        if not new:
+                            self.wfile.write(b": keepalive\n\n")
+                            self.wfile.flush()
+                except OSError:
+                    return  # the client went away (killed, or it stopped listening)
+
+            def _event(self, name: str, data: Any) -> None:
+                self.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
+                self.wfile.flush()
+
+        return Handler
