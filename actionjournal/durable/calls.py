@@ -130,7 +130,9 @@ class ActionCalls:
         digest = self.values.digest([list(args), kwargs])
         identity = f"d:{opts.durable_id}" if opts.durable_id is not None else f"f:{fid}#{index}"
         w = self.writer
-        cid = call_id(w.namespace, w.operator_uid, w.key_id, w.seq, self.action_id, identity)
+        cid = call_id(
+            w.namespace, w.operator_uid, w.epoch, w.key_id, w.seq, self.action_id, identity
+        )
         policy = opts.on_unknown or ("reconcile" if opts.reconciler else self.config.on_unknown)
         if policy == "reconcile" and opts.reconciler is None:
             raise ConfigurationError(

@@ -70,9 +70,11 @@ def event_id(parent: str, index: int) -> str:
     return _digest(b"event-id", parent, str(index))
 
 
-def call_id(namespace: str, operator_uid: str, key: str, seq: int, action: str, call: str) -> str:
-    """The stable id (idempotency key) of one durable call."""
-    return _digest(b"call", namespace, operator_uid, key, str(seq), action, call)
+def call_id(
+    namespace: str, operator_uid: str, epoch: int, key: str, seq: int, action: str, call: str
+) -> str:
+    """The stable id (idempotency key) of one durable call; a new epoch makes new ids."""
+    return _digest(b"call", namespace, operator_uid, str(epoch), key, str(seq), action, call)
 
 
 def input_digest(data: bytes) -> str:

@@ -177,10 +177,10 @@ def test_identities_are_the_same_in_another_process():
     code = (
         "from actionjournal.durable.identity import call_id, function_id, key_id\n"
         "import json\n"
-        "print(key_id(('a', 1)), function_id(json.dumps), call_id('n', 'u', 'k', 3, 'a', 'c'))"
+        "print(key_id(('a', 1)), function_id(json.dumps), call_id('n', 'u', 0, 'k', 3, 'a', 'c'))"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout.split()
-    expected = [key_id(("a", 1)), function_id(json.dumps), call_id("n", "u", "k", 3, "a", "c")]
+    expected = [key_id(("a", 1)), function_id(json.dumps), call_id("n", "u", 0, "k", 3, "a", "c")]
     assert out == expected
