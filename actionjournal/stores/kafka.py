@@ -45,11 +45,13 @@ Guarantees and why they hold:
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import hashlib
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -66,7 +68,7 @@ from confluent_kafka import (
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from actionjournal.durable.codec import FLAG_SIGNED, MAGIC, RecordCodec
-from actionjournal.durable.errors import JournalWriteError, StoreError
+from actionjournal.durable.errors import JournalWriteError, RecordError, StoreError
 from actionjournal.durable.records import JournalRecord, Marker, StoreIdentity
 from actionjournal.stores.base import ActionStateStore
 from actionjournal.stores.kafka_config import KafkaStoreConfig
@@ -85,13 +87,13 @@ _FRAMING = 128
 _HEADER = 5  # magic, version, type, flags
 _MAC = 32
 _READ_BATCH = 10_000
-_ENTRY_OVERHEAD = 100
+_ENTRY_OVERHEAD = 100  # rough Python cost of one cached (offset, bytes) pair
 # Seen for a few hundred ms after a topic is created or a broker restarts; worth a retry.
 _TRANSIENT = {
     KafkaError.NOT_LEADER_FOR_PARTITION,
     KafkaError.LEADER_NOT_AVAILABLE,
     KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
-}  # rough Python cost of one cached (offset, bytes) pair
+}
 _WARN_EVERY_S = 30.0
 _client_log = logging.getLogger(f"{__name__}.librdkafka")
 # Delivery reports arrive by message.timeout.ms at the latest; past this margin, stop waiting.
@@ -116,12 +118,13 @@ _head_decoder = msgspec.msgpack.Decoder(_Head)
 
 
 class _Delivery:
-    """One append's delivery report, set from the producer's poll thread."""
+    """One append's delivery report, set by whichever thread polls the producer."""
 
-    __slots__ = ("done", "error", "offset")
+    __slots__ = ("done", "error", "offset", "wake")
 
     def __init__(self) -> None:
-        self.done = threading.Event()
+        self.wake = threading.Event()  # report arrived, or promoted to poll for everyone
+        self.done = False
         self.error: KafkaError | None = None
         self.offset = -1
 
@@ -129,7 +132,80 @@ class _Delivery:
         self.error = error
         if error is None:
             self.offset = message.offset()
-        self.done.set()
+        self.done = True
+        self.wake.set()
+
+
+class _Reports:
+    """Leader/followers dispatch of delivery reports.
+
+    One waiting append at a time polls the producer (the leader) and so serves
+    the reports of everyone; the others sleep on their own event. A lone append
+    is therefore woken by its own poll, without a hand-off between threads (the
+    hand-off cost about a quarter of a local acks=all round trip). When the
+    leader's report is in, it promotes a waiting append to poll in its place.
+    """
+
+    def __init__(self, producer: Producer) -> None:
+        self._producer = producer
+        self._lock = threading.Lock()
+        self._leader: _Delivery | None = None
+        self._waiting: set[_Delivery] = set()
+
+    def wait(self, delivery: _Delivery, timeout: float) -> bool:
+        """Block until ``delivery`` has its report; False after ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        try:
+            while True:
+                remaining = deadline - time.monotonic()
+                with self._lock:
+                    if delivery.done:
+                        return True
+                    if remaining <= 0:
+                        return False
+                    leading = self._leader is None
+                    if leading:
+                        self._leader = delivery
+                    else:
+                        self._waiting.add(delivery)
+                if not leading:
+                    delivery.wake.wait(remaining)
+                    delivery.wake.clear()  # the loop re-checks done / leadership
+                    continue
+                try:
+                    while not delivery.done and time.monotonic() < deadline:
+                        self._producer.poll(min(0.1, max(0.0, deadline - time.monotonic())))
+                finally:
+                    with self._lock:
+                        self._leader = None
+                        self._promote()
+        finally:
+            with self._lock:
+                self._waiting.discard(delivery)
+                self._promote()
+
+    def poll_if_idle(self) -> None:
+        """Serve client errors and logs while nobody appends."""
+        with self._lock:
+            if self._leader is not None or self._waiting:
+                return
+            self._leader = idle = _Delivery()
+        try:
+            self._producer.poll(0)
+        finally:
+            with self._lock:
+                if self._leader is idle:
+                    self._leader = None
+                self._promote()
+
+    def _promote(self) -> None:
+        # Called with the lock held whenever a thread stops waiting: no follower may be
+        # left sleeping while nobody polls.
+        if self._leader is None:
+            for waiting in self._waiting:
+                if not waiting.done:
+                    waiting.wake.set()
+                    return
 
 
 @dataclass
@@ -169,6 +245,22 @@ class _Span:
         return entries
 
 
+class _Described:
+    """``str()`` names a record and where it goes; built only when an error needs it."""
+
+    __slots__ = ("partition", "record", "topic")
+
+    def __init__(self, record: JournalRecord, topic: str, partition: int) -> None:
+        self.record, self.topic, self.partition = record, topic, partition
+
+    def __str__(self) -> str:
+        r = self.record
+        return (
+            f"{type(r).__name__} of key {r.key_id} seq {r.seq} "
+            f"(topic {self.topic} partition {self.partition})"
+        )
+
+
 def _cost(entries: list[tuple[int, bytes]]) -> int:
     return sum([len(data) for _, data in entries]) + _ENTRY_OVERHEAD * len(entries)
 
@@ -190,6 +282,7 @@ class KafkaActionStateStore(ActionStateStore):
             topic_id, topic_limit = self._prepare_topic()
         finally:
             # Only needed at start; left alive, its threads would keep reconnecting.
+            self._admin.poll(0)
             del self._admin
         self.identity = StoreIdentity("kafka", self.topic, topic_id)
         limits = [topic_limit - _FRAMING]
@@ -233,6 +326,7 @@ class KafkaActionStateStore(ActionStateStore):
             }
         )
         self._closed = False
+        self._reports = _Reports(self._producer)
         self._stop = threading.Event()
         self._poller = threading.Thread(
             target=self._poll_reports, name=f"actionjournal-kafka-{self.topic}", daemon=True
@@ -256,10 +350,7 @@ class KafkaActionStateStore(ActionStateStore):
         data = self.codec.encode(record)
         key = record.key_id.encode()
         partition = self.partition_of(record.key_id)
-        what = (
-            f"{type(record).__name__} of key {record.key_id} seq {record.seq} "
-            f"(topic {self.topic} partition {partition})"
-        )
+        what = _Described(record, self.topic, partition)  # formatted only into errors
         if self._closed:
             raise JournalWriteError(f"cannot append {what}: the Kafka store was closed")
         if self._fatal is not None:
@@ -296,23 +387,27 @@ class KafkaActionStateStore(ActionStateStore):
                     f"{what} was refused by the Kafka client: {_describe(exc.args[0])}; the "
                     f"record is not kept. {_advice(exc.args[0], self.config)}"
                 ) from exc
-        if not delivery.done.wait(self.config.delivery_timeout_s + _REPORT_MARGIN_S):
+        if not self._reports.wait(delivery, self.config.delivery_timeout_s + _REPORT_MARGIN_S):
             raise JournalWriteError(
                 f"{what}: no delivery report within {self.config.delivery_timeout_s:g} s; the "
                 "record may or may not have reached the broker and counts as not written. "
                 "Check that the brokers are reachable"
             )
         if delivery.error is not None:
+            fate = (
+                "it may or may not have reached the broker and counts as not written"
+                if delivery.error.code() == KafkaError._MSG_TIMED_OUT
+                else "the record counts as not written"
+            )
             raise JournalWriteError(
                 f"Kafka did not acknowledge {what}, {len(data)} bytes: "
-                f"{_describe(delivery.error)}; the record counts as not written. "
-                f"{_advice(delivery.error, self.config)}"
+                f"{_describe(delivery.error)}; {fate}. {_advice(delivery.error, self.config)}"
             )
         return self.marker(record.key_id, delivery.offset, record.epoch)
 
     def _poll_reports(self) -> None:
-        while not self._stop.is_set():
-            self._producer.poll(0.05)
+        while not self._stop.wait(0.1):
+            self._reports.poll_if_idle()
 
     def _on_client_error(self, error: KafkaError) -> None:
         # Connection trouble is reported here as well as through the affected appends; a
@@ -329,6 +424,12 @@ class KafkaActionStateStore(ActionStateStore):
     # -- recovery -------------------------------------------------------------------------
 
     def read_key(
+        self, namespace: str, operator_uid: str, key_id: str, after: Marker | None
+    ) -> list[JournalRecord]:
+        with _gc_paused():
+            return self._read_key(namespace, operator_uid, key_id, after)
+
+    def _read_key(
         self, namespace: str, operator_uid: str, key_id: str, after: Marker | None
     ) -> list[JournalRecord]:
         partition = self.partition_of(key_id)
@@ -359,11 +460,15 @@ class KafkaActionStateStore(ActionStateStore):
                     # Over budget: drop everything; keys not yet recovered read their
                     # partition again (correct, only slower).
                     self._spans.clear()
-        return [
-            self.codec.decode(data, f"topic {self.topic} partition {partition} offset {offset}")
-            for offset, data in entries
-            if start <= offset < high
-        ]
+        decode = self.codec.decode
+        records = []
+        for offset, data in entries:
+            if start <= offset < high:
+                try:
+                    records.append(decode(data))
+                except RecordError:  # again, saying where (not built for every record)
+                    decode(data, f"topic {self.topic} partition {partition} offset {offset}")
+        return records
 
     def earliest_position(self, key_id: str) -> int:
         with self._read_lock:
@@ -569,6 +674,25 @@ class KafkaActionStateStore(ActionStateStore):
         self._producer.close()
         with self._read_lock:
             self._consumer.close()
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a read allocates many small objects.
+
+    A scan creates a message object, a bytes object and an index entry per record;
+    the collections they trigger (each one walking every tracked object) took half
+    of a partition scan's time. Reference counting still frees everything; the
+    collector runs again right after.
+    """
+    paused = gc.isenabled()
+    if paused:
+        gc.disable()
+    try:
+        yield
+    finally:
+        if paused:
+            gc.enable()
 
 
 def _describe(error: KafkaError) -> str:

@@ -1,0 +1,262 @@
+"""Kafka store benchmarks against a real broker, each side by side with raw confluent-kafka.
+
+``run(bootstrap)`` returns benchmark entries (see benchmarks/run.py) and prints them:
+
+* ``kafka.append.p50`` / ``.p99``: one append of a ~200-byte record, acks=all, through the
+  store, vs a raw ``produce`` + ``flush`` of the same bytes with the same producer settings
+  (idempotent, acks=all); the two are interleaved so both see the same broker.
+* ``kafka.throughput.64``: records/s with 64 threads appending (each waits for its own ack)
+  vs 64 threads doing raw ``produce`` + ``flush``.
+* ``kafka.recovery.read``: records/s that ``read_key`` reads, decodes and indexes to recover
+  every key of one partition, vs a raw consumer loop over the same offsets (no decoding).
+
+Every benchmark uses its own new topic with the store's default 64 partitions.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+
+from actionjournal.durable.codec import RecordCodec
+from actionjournal.durable.records import RunCompleted
+from actionjournal.stores.kafka import KafkaActionStateStore, KafkaStoreConfig
+
+RECORD_BYTES = 200
+THREADS = 64
+
+
+def entry(name: str, unit: str, ours: float, baseline: float, target: float) -> dict:
+    return {
+        "name": name,
+        "unit": unit,
+        "ours": round(ours, 3),
+        "baseline": round(baseline, 3),
+        "ratio": round(ours / baseline, 3),
+        "target": target,
+    }
+
+
+def record(key: str, seq: int) -> RunCompleted:
+    """A record whose envelope is about RECORD_BYTES long."""
+    digest = "x" * (RECORD_BYTES - 40 - len(key))
+    return RunCompleted("bench", "op", 0, key, seq, at=time.time(), input_digest=digest)
+
+
+def _store(bootstrap: str) -> KafkaActionStateStore:
+    topic = f"aj-bench-{uuid.uuid4().hex[:12]}"
+    return KafkaActionStateStore(KafkaStoreConfig(bootstrap_servers=bootstrap, topic=topic))
+
+
+def _raw_producer(bootstrap: str) -> Producer:
+    return Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all"})
+
+
+def _percentile(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def bench_append_latency(bootstrap: str, n: int = 1000) -> list[dict]:
+    store = _store(bootstrap)
+    raw = _raw_producer(bootstrap)
+    codec = RecordCodec()
+    key = "latency-key"
+    data = codec.encode(record(key, 0))
+    partition = store.partition_of(key)
+    ours: list[float] = []
+    base: list[float] = []
+
+    def one_ours(seq: int) -> float:
+        rec = record(key, seq)
+        start = time.perf_counter()
+        store.append(rec)
+        return time.perf_counter() - start
+
+    def one_raw() -> float:
+        start = time.perf_counter()
+        raw.produce(store.topic, data, key.encode(), partition=partition)
+        raw.flush(30)
+        return time.perf_counter() - start
+
+    for i in range(50):  # connections, metadata, producer ids
+        one_ours(i)
+        one_raw()
+    for i in range(n):  # interleaved, alternating which goes first
+        if i % 2:
+            ours.append(one_ours(i))
+            base.append(one_raw())
+        else:
+            base.append(one_raw())
+            ours.append(one_ours(i))
+    store.close()
+    raw.flush(30)
+    ms = 1000.0
+    return [
+        entry(
+            "kafka.append.p50",
+            "ms",
+            _percentile(ours, 0.5) * ms,
+            _percentile(base, 0.5) * ms,
+            1.25,
+        ),
+        entry(
+            "kafka.append.p99",
+            "ms",
+            _percentile(ours, 0.99) * ms,
+            _percentile(base, 0.99) * ms,
+            2.0,
+        ),
+    ]
+
+
+def _threaded(work, threads: int) -> float:
+    """Run ``work(thread_index)`` on ``threads`` threads at once; seconds until all finish."""
+    barrier = threading.Barrier(threads + 1)
+
+    def body(n: int) -> None:
+        barrier.wait()
+        work(n)
+
+    pool = [threading.Thread(target=body, args=(n,)) for n in range(threads)]
+    for t in pool:
+        t.start()
+    barrier.wait()
+    start = time.perf_counter()
+    for t in pool:
+        t.join()
+    return time.perf_counter() - start
+
+
+def bench_throughput(bootstrap: str, per_thread: int = 150, rounds: int = 2) -> dict:
+    store = _store(bootstrap)
+    raw = _raw_producer(bootstrap)
+    codec = RecordCodec()
+    keys = [f"thread-{n}" for n in range(THREADS)]
+    payloads = [codec.encode(record(k, 0)) for k in keys]
+    partitions = [store.partition_of(k) for k in keys]
+    total = THREADS * per_thread
+
+    def ours_work(n: int) -> None:
+        for seq in range(per_thread):
+            store.append(record(keys[n], seq))
+
+    def raw_work(n: int) -> None:
+        for _ in range(per_thread):
+            raw.produce(store.topic, payloads[n], keys[n].encode(), partition=partitions[n])
+            raw.flush(30)
+
+    _threaded(lambda n: store.append(record(keys[n], -1)), THREADS)  # warm up both
+    _threaded(lambda n: raw_work(n) if n < 4 else None, THREADS)
+    ours, base = [], []
+    for _ in range(rounds):
+        ours.append(total / _threaded(ours_work, THREADS))
+        base.append(total / _threaded(raw_work, THREADS))
+    store.close()
+    print(
+        f"throughput: {THREADS} threads x {per_thread} appends, best of {rounds}; "
+        f"ours {[round(x) for x in ours]}, raw produce+flush {[round(x) for x in base]} records/s"
+    )
+    return entry("kafka.throughput.64", "records/s", max(ours), max(base), 50000)
+
+
+def bench_recovery_read(bootstrap: str, records: int = 30000, keys: int = 300) -> dict:
+    writer = _store(bootstrap)
+    topic = writer.topic
+    # Keys of one partition, as after a restart every key of a partition recovers.
+    names = (f"user-{n}" for n in range(10**9))
+    ours_keys = []
+    while len(ours_keys) < keys:
+        name = next(names)
+        if writer.partition_of(name) == 0:
+            ours_keys.append(name)
+    codec = RecordCodec()
+    raw = _raw_producer(bootstrap)
+    for i in range(records):  # fill fast: async produce, one flush
+        key = ours_keys[i % keys]
+        raw.produce(topic, codec.encode(record(key, i // keys)), key.encode(), partition=0)
+        if i % 1000 == 0:
+            raw.poll(0)
+    raw.flush(60)
+    writer.close()
+
+    reader = KafkaActionStateStore(KafkaStoreConfig(bootstrap_servers=bootstrap, topic=topic))
+    start = time.perf_counter()
+    got = sum(len(reader.read_key("bench", "op", key, None)) for key in ours_keys)
+    ours = time.perf_counter() - start
+    reader.close()
+    assert got == records, f"read {got} of {records} records"
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "bench-raw",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+        }
+    )
+    start = time.perf_counter()
+    low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=30)
+    consumer.assign([TopicPartition(topic, 0, low)])
+    seen = 0
+    done = False
+    while not done:
+        for message in consumer.consume(min(10000, high - low - seen) or 1, timeout=1.0):
+            if message.error():
+                done = message.error().code() == KafkaError._PARTITION_EOF
+                if done:
+                    break
+                raise RuntimeError(message.error())
+            message.value()
+            seen += 1
+            if message.offset() >= high - 1:
+                done = True
+    base = time.perf_counter() - start
+    # What the store must add per key: reading a key is bounded by the partition's end
+    # offset captured when that read begins, which is one broker round trip per key.
+    consumer.close()
+    # (a fresh client: a fetch parked on the old one's connection would delay the queries)
+    probe = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-raw"})
+    probe.get_watermark_offsets(TopicPartition(topic, 0), timeout=30, cached=False)
+    start = time.perf_counter()
+    for _ in ours_keys:
+        probe.get_watermark_offsets(TopicPartition(topic, 0), timeout=30, cached=False)
+    per_key = time.perf_counter() - start
+    probe.close()
+    print(
+        f"recovery: {records} records of {keys} keys in one partition; read_key took "
+        f"{ours * 1000:.0f} ms, of which ~{per_key * 1000:.0f} ms are the {keys} end-offset "
+        f"queries (one per key); the raw loop took {base * 1000:.0f} ms"
+    )
+    return entry("kafka.recovery.read", "records/s", records / ours, records / base, 200000)
+
+
+def run(bootstrap: str) -> list[dict]:
+    """Run every Kafka benchmark against ``bootstrap``; print and return the entries."""
+    results = [
+        *bench_append_latency(bootstrap),
+        bench_throughput(bootstrap),
+        bench_recovery_read(bootstrap),
+    ]
+    print(f"{'name':24} {'unit':10} {'ours':>10} {'baseline':>10} {'ratio':>7} {'target':>8}")
+    for r in results:
+        print(
+            f"{r['name']:24} {r['unit']:10} {r['ours']:>10} {r['baseline']:>10} "
+            f"{r['ratio']:>7} {r['target']:>8}"
+        )
+    return results
+
+
+if __name__ == "__main__":
+    import sys
+
+    from actionjournal.tools.dev_kafka import running_broker
+
+    if len(sys.argv) > 1:
+        run(sys.argv[1])
+    else:
+        with running_broker() as address:
+            run(address)
