@@ -294,6 +294,17 @@ def test_many_keys_recover_with_one_pass_per_partition(kafka_store, topic):
     assert seqs(reader, keys[1]) == [0, 1, 2, 3]
 
 
+@pytest.mark.parametrize("budget", [0, 1], ids=["cache off", "always over budget"])
+def test_reads_stay_correct_without_the_recovery_cache(kafka_store, topic, budget):
+    writer = kafka_store(topic, partitions=2)
+    markers = {(k, n): writer.append(rc(f"key-{k}", n)) for n in range(3) for k in range(6)}
+    reader = kafka_store(topic, partitions=2, recovery_cache_bytes=budget)
+    assert seqs(reader, "key-0", after=markers[0, 0]) == [1, 2]
+    for k in range(1, 6):
+        assert seqs(reader, f"key-{k}") == [0, 1, 2]
+    assert seqs(reader, "key-0") == [0, 1, 2]
+
+
 def test_read_is_bounded_by_the_end_captured_at_its_start(kafka_store, topic):
     store = kafka_store(topic)
     for n in range(200):
