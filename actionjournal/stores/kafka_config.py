@@ -8,6 +8,7 @@ Kafka client installed, e.g. where the job is submitted from.
 from __future__ import annotations
 
 import re
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -32,6 +33,7 @@ class KafkaStoreConfig(BaseModel):
     # Errors must not echo client_config values (SASL passwords, key passphrases).
     model_config = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
 
+    backend: Literal["kafka"] = "kafka"
     bootstrap_servers: str = Field(min_length=1)
     """``host:port[,host:port...]`` of the cluster (Flink Agents: ``kafkaBootstrapServers``)."""
     topic: str = "actionjournal"

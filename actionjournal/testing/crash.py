@@ -52,3 +52,24 @@ class CrashingStore:
         with self._lock:
             self._seen[record_type] = self._seen.get(record_type, 0) + 1
             return self._point[0] if self._seen[record_type] == self._point[2] else None
+
+
+class CrashOnce:
+    """A store factory that crashes the first process opening it, at ``crash_at``.
+
+    For jobs that reopen the store after a restart (Flink restores the task in a
+    new Python worker): ``marker`` records that the crash was armed once already.
+    """
+
+    def __init__(self, marker: str, crash_at: str, factory: Any) -> None:
+        self.marker = marker
+        self.crash_at = crash_at
+        self.factory = factory
+
+    def __call__(self, codec: Any) -> Any:
+        store = self.factory(codec)
+        if os.path.exists(self.marker):
+            return store
+        with open(self.marker, "w") as f:
+            f.write(f"armed crash at {self.crash_at} in pid {os.getpid()}\n")
+        return CrashingStore(store, self.crash_at)

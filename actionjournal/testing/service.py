@@ -31,6 +31,7 @@ class CountingService:
         self.responses: dict[str, Any] = {}
         self._lock = threading.Lock()
         self._in_flight = 0
+        self._gates: dict[str, threading.Event] = {}
         self._server = _QuietServer(("127.0.0.1", 0), self._handler())
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
@@ -56,6 +57,22 @@ class CountingService:
     def executions(self) -> int:
         with self._lock:
             return sum(self.counts.values())
+
+    def hold(self, name: str) -> None:
+        """Make calls to ``name`` wait (in flight, unanswered) until :meth:`release`."""
+        with self._lock:
+            self._gates[name] = threading.Event()
+
+    def release(self, name: str) -> None:
+        with self._lock:
+            gate = self._gates.pop(name, None)
+        if gate is not None:
+            gate.set()
+
+    def waiting(self) -> int:
+        """Requests currently in flight (e.g. held at a gate)."""
+        with self._lock:
+            return self._in_flight
 
     def wait_idle(self, quiet: float = 0.2, timeout: float = 10.0) -> None:
         """Wait until no request has been in flight for ``quiet`` seconds.
@@ -107,9 +124,13 @@ class CountingService:
                 call_id = body.get("call_id")
                 if not call_id:
                     return self._reply(400, {"error": "body needs a call_id"})
+                name = self.path.rsplit("/", 1)[-1]
+                with service._lock:
+                    gate = service._gates.get(name)
+                if gate is not None:
+                    gate.wait()
                 if service.delay:
                     time.sleep(service.delay)
-                name = self.path.rsplit("/", 1)[-1]
                 response = {"name": name, "value": body.get("value")}
                 with service._lock:
                     service.counts[call_id] = service.counts.get(call_id, 0) + 1

@@ -1,0 +1,21 @@
+"""The configuration of an agent job: its journal and its store."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from actionjournal.durable.config import JournalConfig
+from actionjournal.stores.config import SqliteStoreConfig, StoreConfig
+
+
+class AgentsConfig(BaseModel):
+    """``journal`` settings and the ``store`` (``backend`` picks sqlite or kafka)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    journal: JournalConfig = Field(default_factory=JournalConfig)
+    store: StoreConfig = Field(default_factory=SqliteStoreConfig)
+    max_concurrent_runs: int = Field(256, gt=0)
+    """Runs one operator subtask executes at once (threads for sync actions and calls)."""
+    poll_interval_ms: int = Field(10, gt=0)
+    """How often finished runs are collected and their outputs emitted."""

@@ -1,0 +1,193 @@
+"""PyFlink binding: an agent as a keyed operator in a real Flink job.
+
+The operator keeps each key's :class:`~actionjournal.operator.engine.KeyState`
+in Flink keyed state, so checkpoints and savepoints carry sequence numbers,
+pending inputs, memory and recovery markers. PyFlink gives Python functions no
+snapshot hooks, so nothing here waits for a checkpoint and a checkpoint never
+waits for a run: runs execute on a background event loop, and timers collect
+finished runs on the element-processing thread, where state may be touched.
+
+Timers do double duty. A processing-time timer polls for finished runs while a
+key has pending input, and because Flink checkpoints timers, the same timer
+fires after a restore and resumes the key's pending runs through replay. An
+event-time timer at the end of time fires when a bounded input ends and drains
+the key's remaining runs before the job finishes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import msgspec
+from pyflink.common import Configuration, Types
+from pyflink.datastream import (
+    DataStream,
+    KeyedProcessFunction,
+    KeyedStream,
+    RuntimeContext,
+    StreamExecutionEnvironment,
+)
+from pyflink.datastream.state import ValueStateDescriptor
+
+from actionjournal.durable.codec import RecordCodec
+from actionjournal.durable.errors import ConfigurationError
+from actionjournal.operator.agent import Agent
+from actionjournal.operator.config import AgentsConfig
+from actionjournal.operator.engine import AgentEngine, KeyState
+from actionjournal.operator.run import RunResult
+from actionjournal.stores.base import ActionStateStore
+from actionjournal.stores.config import open_store
+
+END_OF_TIME = 2**63 - 1  # an event-time timer here fires when a bounded input ends
+StoreFactory = Callable[[RecordCodec], ActionStateStore]
+
+
+class AgentsExecutionEnvironment:
+    """Entry point, shaped like Flink Agents': wrap a stream environment, attach agents."""
+
+    def __init__(self, env: StreamExecutionEnvironment, config: AgentsConfig) -> None:
+        self.env = env
+        self.config = config
+
+    @classmethod
+    def get_execution_environment(
+        cls, env: StreamExecutionEnvironment | None = None, config: AgentsConfig | None = None
+    ) -> AgentsExecutionEnvironment:
+        config = config or AgentsConfig()
+        if env is None:
+            env = StreamExecutionEnvironment.get_execution_environment()
+            env.set_python_executable(sys.executable)
+        # Timers registered in Python reach Flink when a bundle ends: short bundles keep the
+        # latency between a run finishing and its outputs leaving near the poll interval.
+        settings = Configuration()
+        settings.set_string("python.fn-execution.bundle.time", str(config.poll_interval_ms))
+        env.configure(settings)
+        return cls(env, config)
+
+    def from_datastream(
+        self, stream: DataStream, key_selector: Callable[[Any], Any] | None = None
+    ) -> AgentJob:
+        """The agent's input: a keyed stream, or any stream with a ``key_selector``."""
+        if key_selector is not None:
+            return AgentJob(self, stream.key_by(key_selector))
+        if isinstance(stream, KeyedStream):
+            return AgentJob(self, stream)
+        raise ConfigurationError(
+            "from_datastream needs a keyed stream or key_selector=...: runs of one key are "
+            "sequential and its journal is kept per key, so the agent must know the key"
+        )
+
+
+class AgentJob:
+    def __init__(self, environment: AgentsExecutionEnvironment, keyed: KeyedStream) -> None:
+        self._environment = environment
+        self._keyed = keyed
+        self._agent: Agent | None = None
+        self._store_factory: StoreFactory | None = None
+
+    def apply(self, agent: Agent, store_factory: StoreFactory | None = None) -> AgentJob:
+        """Attach the agent. ``store_factory`` replaces the configured store (tests, wrappers)."""
+        self._agent = agent
+        self._store_factory = store_factory
+        return self
+
+    def to_datastream(self) -> DataStream:
+        """The agent's outputs (each ``OutputEvent.output``) as a normal PyFlink stream."""
+        if self._agent is None:
+            raise ConfigurationError("call .apply(agent) before .to_datastream()")
+        uid = self._agent.operator_uid
+        function = AgentFunction(self._agent, self._environment.config, self._store_factory)
+        return (
+            self._keyed.process(function, output_type=Types.PICKLED_BYTE_ARRAY())
+            .uid(uid)
+            .name(f"agent {uid}")
+        )
+
+
+class AgentFunction(KeyedProcessFunction):
+    def __init__(
+        self, agent: Agent, config: AgentsConfig, store_factory: StoreFactory | None = None
+    ) -> None:
+        self.agent = agent
+        self.config = config
+        self.store_factory = store_factory
+
+    def open(self, runtime_context: RuntimeContext) -> None:
+        self._state = runtime_context.get_state(
+            ValueStateDescriptor("actionjournal.key_state", Types.PICKLED_BYTE_ARRAY())
+        )
+        codec = self.config.journal.record_codec()
+        factory = self.store_factory or (lambda c: open_store(self.config.store, c))
+        self.store = factory(codec)
+        self.engine = AgentEngine(self.agent, self.store, self.config.journal)
+        self._loop = asyncio.new_event_loop()
+        self._loop.set_default_executor(
+            concurrent.futures.ThreadPoolExecutor(
+                self.config.max_concurrent_runs, thread_name_prefix="actionjournal-run"
+            )
+        )
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name="actionjournal-loop", daemon=True
+        )
+        self._thread.start()
+        self._runs: dict[str, concurrent.futures.Future[RunResult]] = {}
+
+    def close(self) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=10)
+        self.store.close()
+
+    def process_element(self, value: Any, ctx: KeyedProcessFunction.Context) -> Iterator[Any]:
+        key = ctx.get_current_key()
+        key_id = self.engine.key_id(key)
+        state = self.engine.accept(self._load(), value)
+        self._save(state)
+        self._start(key, key_id, state)
+        self._arm(ctx)
+        return iter(())
+
+    def on_timer(self, timestamp: int, ctx: KeyedProcessFunction.OnTimerContext) -> Iterator[Any]:
+        key = ctx.get_current_key()
+        key_id = self.engine.key_id(key)
+        state = self._load()
+        drain = timestamp == END_OF_TIME
+        while state.pending:
+            run = self._start(key, key_id, state)  # after a restore: resumes through replay
+            if not drain and not run.done():
+                break
+            result = run.result()  # an agent failure fails the task; Flink restores
+            del self._runs[key_id]
+            state = self.engine.complete(state, result)
+            self._save(state)
+            for event in result.outputs:
+                yield event.attributes["output"]
+            if state.pending:
+                self._start(key, key_id, state)
+        if state.pending:
+            self._arm(ctx)
+
+    def _start(self, key: Any, key_id: str, state: KeyState) -> concurrent.futures.Future:
+        run = self._runs.get(key_id)
+        if run is None:
+            coroutine = self.engine.run_next(key, key_id, state)
+            run = self._runs[key_id] = asyncio.run_coroutine_threadsafe(coroutine, self._loop)
+        return run
+
+    def _arm(self, ctx: Any) -> None:
+        timers = ctx.timer_service()
+        timers.register_processing_time_timer(
+            timers.current_processing_time() + self.config.poll_interval_ms
+        )
+        timers.register_event_time_timer(END_OF_TIME)
+
+    def _load(self) -> KeyState:
+        data = self._state.value()
+        return msgspec.msgpack.decode(data, type=KeyState) if data else KeyState()
+
+    def _save(self, state: KeyState) -> None:
+        self._state.update(msgspec.msgpack.encode(state))

@@ -1,0 +1,36 @@
+"""Which store a job journals to, validated before anything starts."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from actionjournal.durable.codec import RecordCodec
+from actionjournal.stores.base import ActionStateStore
+from actionjournal.stores.kafka_config import KafkaStoreConfig
+
+
+class SqliteStoreConfig(BaseModel):
+    """The embedded default: one SQLite file on the machine that runs the job."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    backend: Literal["sqlite"] = "sqlite"
+    path: str = "actionjournal.db"
+
+
+StoreConfig = Annotated[SqliteStoreConfig | KafkaStoreConfig, Field(discriminator="backend")]
+
+
+def open_store(
+    config: SqliteStoreConfig | KafkaStoreConfig, codec: RecordCodec
+) -> ActionStateStore:
+    """Open the configured store; client libraries are imported only for the chosen backend."""
+    if isinstance(config, SqliteStoreConfig):
+        from actionjournal.stores.sqlite import SqliteStore
+
+        return SqliteStore(config.path, codec)
+    from actionjournal.stores.kafka import KafkaActionStateStore
+
+    return KafkaActionStateStore(config, codec)

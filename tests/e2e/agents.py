@@ -1,0 +1,81 @@
+"""Agents and store factories used by the PyFlink end-to-end tests (pickled into Flink workers)."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+
+from actionjournal import Agent, InputEvent, OutputEvent, action, current_call
+from actionjournal.stores import SqliteStore
+from actionjournal.tools.demo import probe_service
+
+
+def call_service(url: str, step: str, value: str) -> str:
+    call = current_call()
+    reply = httpx.post(
+        f"{url}/calls/{step}", json={"call_id": call.call_id, "value": value}, timeout=60
+    )
+    reply.raise_for_status()
+    return reply.json()["value"]
+
+
+class TwoSteps(Agent):
+    """Two sequential durable calls per input, so a run can be half done when the job fails."""
+
+    uid = "two-steps"
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.probe = probe_service(url)  # settles calls in flight at a failure: never run twice
+
+    @action(InputEvent)
+    async def handle(self, event, ctx):
+        item = json.loads(event.input)
+        first = await ctx.durable_execute_async(
+            call_service, self.url, "first", str(item["i"]), reconciler=self.probe
+        )
+        second = await ctx.durable_execute_async(
+            call_service, self.url, "second", first, reconciler=self.probe
+        )
+        count = ctx.short_term_memory.get("count", 0) + 1
+        ctx.short_term_memory.set("count", count)
+        ctx.send_event(OutputEvent({"i": item["i"], "k": item["k"], "result": second}))
+
+
+class Sqlite:
+    """Picklable store factory: every Flink worker opens the same journal file."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __call__(self, codec):
+        return SqliteStore(self.path, codec)
+
+
+def inputs(n: int, keys: int) -> list[str]:
+    return [json.dumps({"k": i % keys, "i": i}) for i in range(n)]
+
+
+def key_of(element: str) -> int:
+    return json.loads(element)["k"]
+
+
+class AppendTo:
+    """An at-least-once file sink: each output as a JSON line (deduplicate when reading)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __call__(self, value):
+        with open(self.path, "a") as f:
+            f.write(json.dumps(value) + "\n")
+        return value
+
+
+def read_lines(path) -> list[dict]:
+    try:
+        with open(path) as f:
+            return [json.loads(line) for line in f]
+    except FileNotFoundError:
+        return []
