@@ -1,18 +1,21 @@
-# make demo   - set up .venv and run the crash-and-recover demo on the embedded SQLite journal
+# make demo   - set up .venv and run the crash-and-recover demo: a PyFlink job on SQLite
 # make test   - set up .venv and run the whole suite (starts a local Kafka broker itself)
+# make test-fast - unit tests only, no services, no Flink
 # make bench  - benchmarks; BENCH=prefix runs only entries whose name starts with prefix
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-EXTRAS ?= dev,kafka
 
 .PHONY: demo test test-fast bench lint clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e ".[$(EXTRAS)]"
+	$(BIN)/python -m pip install -q -e ".[dev,kafka,flink]"
+	# pyfluss wants pandas>=2.3.1 while apache-flink pins pandas<2.3; the Fluss store does not
+	# use pandas, so pyfluss goes in without its dependencies (pyarrow comes with apache-flink).
+	$(BIN)/python -m pip install -q --no-deps "pyfluss>=1.0"
 	touch $(STAMP)
 
 demo: $(STAMP)

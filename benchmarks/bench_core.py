@@ -14,6 +14,7 @@ from actionjournal.durable.replay import RecordedAction
 from actionjournal.durable.stats import CallCounts
 from actionjournal.durable.writer import RunWriter
 from actionjournal.stores import MemoryStore, SqliteStore
+from benchmarks.common import entry
 
 PAYLOAD = {"text": "x" * 150, "score": 0.5}
 
@@ -76,18 +77,7 @@ def bench_sqlite(n: int = 300) -> dict:
     return entry("core.durable_execute.sqlite", "us/call", o, b, target=1.5)
 
 
-def entry(name: str, unit: str, ours: float, baseline: float, target: float) -> dict:
-    return {
-        "name": name,
-        "unit": unit,
-        "ours": round(ours, 3),
-        "baseline": round(baseline, 3),
-        "ratio": round(ours / baseline, 3),
-        "target": target,
-    }
-
-
 BENCHMARKS = {
-    "core.durable_execute.memory": bench_memory,
-    "core.durable_execute.sqlite": bench_sqlite,
+    "core.durable_execute.memory": lambda ctx: bench_memory(),
+    "core.durable_execute.sqlite": lambda ctx: bench_sqlite(),
 }

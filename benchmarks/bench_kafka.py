@@ -1,6 +1,6 @@
 """Kafka store benchmarks against a real broker, each side by side with raw confluent-kafka.
 
-``run(bootstrap)`` returns benchmark entries (see benchmarks/run.py) and prints them:
+Entries (run with ``make bench BENCH=kafka.``):
 
 * ``kafka.append.p50`` / ``.p99``: one append of a ~200-byte record, acks=all, through the
   store, vs a raw ``produce`` + ``flush`` of the same bytes with the same producer settings
@@ -24,20 +24,10 @@ from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from actionjournal.durable.codec import RecordCodec
 from actionjournal.durable.records import RunCompleted
 from actionjournal.stores.kafka import KafkaActionStateStore, KafkaStoreConfig
+from benchmarks.common import BenchContext, entry
 
 RECORD_BYTES = 200
 THREADS = 64
-
-
-def entry(name: str, unit: str, ours: float, baseline: float, target: float) -> dict:
-    return {
-        "name": name,
-        "unit": unit,
-        "ours": round(ours, 3),
-        "baseline": round(baseline, 3),
-        "ratio": round(ours / baseline, 3),
-        "target": target,
-    }
 
 
 def record(key: str, seq: int) -> RunCompleted:
@@ -234,29 +224,14 @@ def bench_recovery_read(bootstrap: str, records: int = 30000, keys: int = 300) -
     return entry("kafka.recovery.read", "records/s", records / ours, records / base, 200000)
 
 
-def run(bootstrap: str) -> list[dict]:
-    """Run every Kafka benchmark against ``bootstrap``; print and return the entries."""
-    results = [
-        *bench_append_latency(bootstrap),
-        bench_throughput(bootstrap),
-        bench_recovery_read(bootstrap),
-    ]
-    print(f"{'name':24} {'unit':10} {'ours':>10} {'baseline':>10} {'ratio':>7} {'target':>8}")
-    for r in results:
-        print(
-            f"{r['name']:24} {r['unit']:10} {r['ours']:>10} {r['baseline']:>10} "
-            f"{r['ratio']:>7} {r['target']:>8}"
-        )
-    return results
-
+BENCHMARKS = {
+    "kafka.append": lambda ctx: bench_append_latency(ctx.kafka),
+    "kafka.throughput.64": lambda ctx: bench_throughput(ctx.kafka),
+    "kafka.recovery.read": lambda ctx: bench_recovery_read(ctx.kafka),
+}
 
 if __name__ == "__main__":
-    import sys
+    from benchmarks.run import main
 
-    from actionjournal.tools.dev_kafka import running_broker
-
-    if len(sys.argv) > 1:
-        run(sys.argv[1])
-    else:
-        with running_broker() as address:
-            run(address)
+    with BenchContext():
+        main(["--only", "kafka."])

@@ -14,7 +14,10 @@ import platform
 import time
 from pathlib import Path
 
-from benchmarks import bench_core
+from benchmarks import bench_core, bench_kafka
+from benchmarks.common import BenchContext
+
+MODULES = [bench_core, bench_kafka]
 
 RESULTS = Path(__file__).parent / "results" / "latest.json"
 
@@ -29,14 +32,22 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--only", default="", help="run entries whose name starts with this prefix")
     args = p.parse_args(argv)
-    selected = {n: f for n, f in bench_core.BENCHMARKS.items() if n.startswith(args.only)}
+    selected = {
+        name: fn
+        for module in MODULES
+        for name, fn in module.BENCHMARKS.items()
+        if name.startswith(args.only) or args.only.startswith(name)
+    }
     if not selected:
         print(f"no benchmark name starts with {args.only!r}")
         return 2
-    results = []
-    for name, fn in selected.items():
-        print(f"running {name} ...", flush=True)
-        results.append(fn())
+    results: list[dict] = []
+    with BenchContext() as ctx:
+        for name, fn in selected.items():
+            print(f"running {name} ...", flush=True)
+            produced = fn(ctx)
+            results.extend(produced if isinstance(produced, list) else [produced])
+    results = [r for r in results if r["name"].startswith(args.only)]
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     report = {
         "machine": machine(),

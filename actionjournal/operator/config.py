@@ -19,3 +19,5 @@ class AgentsConfig(BaseModel):
     """Runs one operator subtask executes at once (threads for sync actions and calls)."""
     poll_interval_ms: int = Field(10, gt=0)
     """How often finished runs are collected and their outputs emitted."""
+    stats_file: str | None = None
+    """When set, each subtask appends its call counts here as a JSON line when it closes."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import json
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -141,6 +142,9 @@ class AgentFunction(KeyedProcessFunction):
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=10)
         self.store.close()
+        if self.config.stats_file:
+            with open(self.config.stats_file, "a") as f:
+                f.write(json.dumps(self.engine.counts.as_dict()) + "\n")
 
     def process_element(self, value: Any, ctx: KeyedProcessFunction.Context) -> Iterator[Any]:
         key = ctx.get_current_key()

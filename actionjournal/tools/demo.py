@@ -1,17 +1,20 @@
 """``make demo``: a ticket-triage agent that is killed mid-run and recovers.
 
-The parent starts a local HTTP service that counts executions, then runs the
-agent in a child process on the embedded SQLite journal. The first child
-SIGKILLs itself right after a call reached the service but before its result
-was journaled (the worst window). A second child restores the last snapshot;
-the call's reconciler asks the service what happened instead of calling again.
-The report's counts come from the service.
+A local HTTP service counts executions. The agent runs in a real PyFlink job
+(a local MiniCluster) on the embedded SQLite journal, with checkpoints every
+half second. Its Python worker is SIGKILLed right after a call reached the
+service but before the call's result was journaled (the worst window); Flink
+restarts the task from the last checkpoint, the journal is replayed, and the
+call's reconciler asks the service what happened instead of calling again.
+``--local`` runs the same agent on the local runner instead, killing and
+restoring a child process. Executions and duplicates are counted by the service.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import shutil
 import subprocess
@@ -129,10 +132,70 @@ def run_child(state: Path, url: str, n: int, crash_at: str | None) -> subprocess
     return subprocess.run(cmd, capture_output=True, text=True, timeout=300)
 
 
+def local_demo(directory: Path, n: int, service: CountingService) -> tuple[dict, int] | None:
+    """Kill a local-runner child process for real, restore its snapshot in a new one."""
+    first = run_child(directory, service.url, n, CRASH_AT)
+    if first.returncode != -9:
+        print(first.stderr, file=sys.stderr)
+        print("demo: the first run was expected to be killed but was not", file=sys.stderr)
+        return None
+    service.wait_idle()
+    print(f"demo: process killed by SIGKILL at {CRASH_AT} after {service.executions()} calls")
+    second = run_child(directory, service.url, n, None)
+    if second.returncode != 0:
+        print(second.stderr, file=sys.stderr)
+        print("demo: the restored run failed", file=sys.stderr)
+        return None
+    lines = (directory / "outputs.jsonl").read_text().splitlines()
+    unique = {event_id for _, event_id, _ in map(json.loads, lines)}
+    return json.loads(second.stdout.strip().splitlines()[-1]), len(unique)
+
+
+def flink_demo(directory: Path, n: int, service: CountingService) -> tuple[dict, int] | None:
+    """Run the agent in a PyFlink job whose Python worker is killed once mid-run."""
+    from pyflink.common import Types
+
+    from actionjournal.operator.config import AgentsConfig
+    from actionjournal.operator.flink import AgentsExecutionEnvironment
+    from actionjournal.stores.config import SqliteStoreConfig, open_store
+    from actionjournal.testing.crash import CrashOnce
+    from actionjournal.testing.flink import local_env, paced_source
+
+    env = local_env(directory / "checkpoints", checkpoint_interval_ms=500, restarts=2)
+    stats = directory / "stats.jsonl"
+    agents = AgentsExecutionEnvironment.get_execution_environment(
+        env, AgentsConfig(stats_file=str(stats))
+    )
+    journal = functools.partial(open_store, SqliteStoreConfig(path=str(directory / "journal.db")))
+    store = CrashOnce(str(directory / "worker-killed"), CRASH_AT, journal)
+    elements = [json.dumps({"user": user, **ticket}) for user, ticket in tickets(n)]
+    source = paced_source(env, elements, per_second=6)
+    parsed = source.map(json.loads, output_type=Types.PICKLED_BYTE_ARRAY())
+    job = agents.from_datastream(parsed, key_selector=_user).apply(
+        Triage(service.url), store_factory=store
+    )
+    with job.to_datastream().execute_and_collect("actionjournal-demo") as results:
+        outputs = list(results)
+    if not (directory / "worker-killed").exists():
+        print("demo: the Python worker was expected to be killed but was not", file=sys.stderr)
+        return None
+    print(f"demo: the Python worker was SIGKILLed at {CRASH_AT}; Flink restored the checkpoint")
+    counts: dict[str, int] = {}
+    for line in stats.read_text().splitlines():
+        for name, value in json.loads(line).items():
+            counts[name] = counts.get(name, 0) + value
+    return counts, len({o["id"] for o in outputs})
+
+
+def _user(ticket: dict[str, Any]) -> str:
+    return ticket["user"]
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="actionjournal demo", description=__doc__)
     p.add_argument("--inputs", type=int, default=12)
     p.add_argument("--dir", type=Path, default=Path(".demo"))
+    p.add_argument("--local", action="store_true", help="use the local runner, not PyFlink")
     p.add_argument("--child", nargs=3, metavar=("STATE", "URL", "N"), help=argparse.SUPPRESS)
     p.add_argument("--crash-at", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -143,32 +206,23 @@ def main(argv: list[str] | None = None) -> int:
 
     shutil.rmtree(args.dir, ignore_errors=True)
     args.dir.mkdir(parents=True)
+    where = "the local runner" if args.local else "a PyFlink job"
+    print(f"demo: triaging {args.inputs} tickets in {where} on SQLite ({args.dir / 'journal.db'})")
     with CountingService() as service:
-        print(f"demo: triaging {args.inputs} tickets on SQLite ({args.dir / 'journal.db'})")
-        first = run_child(args.dir, service.url, args.inputs, CRASH_AT)
-        if first.returncode != -9:
-            print(first.stderr, file=sys.stderr)
-            print("demo: the first run was expected to be killed but was not", file=sys.stderr)
+        run = local_demo if args.local else flink_demo
+        finished = run(args.dir, args.inputs, service)
+        if finished is None:
             return 1
+        counts, distinct = finished
         service.wait_idle()
-        print(f"demo: process killed by SIGKILL at {CRASH_AT} after {service.executions()} calls")
-        second = run_child(args.dir, service.url, args.inputs, None)
-        if second.returncode != 0:
-            print(second.stderr, file=sys.stderr)
-            print("demo: the restored run failed", file=sys.stderr)
-            return 1
-        counts = json.loads(second.stdout.strip().splitlines()[-1])
-        print(f"demo: restored from the last snapshot and finished: {counts}")
         executed = service.executions()
         duplicated = sum(1 for n in service.counts.values() if n > 1)
-    lines = (args.dir / "outputs.jsonl").read_text().splitlines()
-    unique = {event_id for _, event_id, _ in map(json.loads, lines)}
-    print(f"demo: {len(unique)} distinct outputs (ids are stable, duplicates are deduplicated)")
+    print(f"demo: {distinct} distinct outputs for {args.inputs} tickets")
     # Finished work taken from the journal instead of being done again: whole actions
     # skipped (their memory updates and events re-applied) plus calls returned from records.
     replayed = counts["actions_replayed"] + counts["replayed"]
     print(
-        f"demo: after the restore {counts['actions_replayed']} finished actions and "
+        f"demo: after the failure {counts['actions_replayed']} finished actions and "
         f"{counts['replayed']} finished calls were replayed, {counts['unknown']} calls had an "
         f"unknown outcome ({counts['reconciled']} settled by the reconciler, the rest never "
         "reached the service and ran once)"
@@ -177,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
         f"demo: inputs={args.inputs} executed={executed} replayed={replayed} "
         f"reconciled={counts['reconciled']} duplicated={duplicated}"
     )
-    return 0 if duplicated == 0 and len(unique) == args.inputs else 1
+    return 0 if duplicated == 0 and distinct == args.inputs else 1
 
 
 if __name__ == "__main__":

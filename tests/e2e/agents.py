@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import json
 
 import httpx
 
 from actionjournal import Agent, InputEvent, OutputEvent, action, current_call
-from actionjournal.stores import SqliteStore
+from actionjournal.stores.config import SqliteStoreConfig, open_store
 from actionjournal.tools.demo import probe_service
 
 
@@ -43,14 +44,9 @@ class TwoSteps(Agent):
         ctx.send_event(OutputEvent({"i": item["i"], "k": item["k"], "result": second}))
 
 
-class Sqlite:
-    """Picklable store factory: every Flink worker opens the same journal file."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-
-    def __call__(self, codec):
-        return SqliteStore(self.path, codec)
+def sqlite(path) -> functools.partial:
+    """A picklable store factory: every Flink worker opens the same journal file."""
+    return functools.partial(open_store, SqliteStoreConfig(path=str(path)))
 
 
 def inputs(n: int, keys: int) -> list[str]:

@@ -15,7 +15,7 @@ from actionjournal.operator.flink import AgentsExecutionEnvironment
 from actionjournal.testing.crash import CrashOnce
 from actionjournal.testing.flink import local_env, paced_source, stop_with_savepoint
 from actionjournal.testing.service import CountingService
-from tests.e2e.agents import AppendTo, Sqlite, TwoSteps, inputs, key_of, read_lines
+from tests.e2e.agents import AppendTo, TwoSteps, inputs, key_of, read_lines, sqlite
 
 pytestmark = [pytest.mark.flink, pytest.mark.slow]
 
@@ -36,7 +36,7 @@ def test_task_failure_mid_run_restores_from_the_checkpoint(tmp_path):
     n = 40
     # The Python worker is SIGKILLed right after the 25th call result was journaled.
     factory = CrashOnce(
-        str(tmp_path / "crashed"), "after:CallFinished:25", Sqlite(str(tmp_path / "journal.db"))
+        str(tmp_path / "crashed"), "after:CallFinished:25", sqlite(tmp_path / "journal.db")
     )
     with CountingService() as service:
         env = local_env(tmp_path / "checkpoints", checkpoint_interval_ms=300)
@@ -50,7 +50,7 @@ def test_task_failure_mid_run_restores_from_the_checkpoint(tmp_path):
 
 def test_savepoint_with_runs_in_flight_then_restore_at_parallelism_2(tmp_path):
     n, keys = 30, 10
-    store = Sqlite(str(tmp_path / "journal.db"))
+    store = sqlite(tmp_path / "journal.db")
     sink = AppendTo(str(tmp_path / "outputs.jsonl"))
     elements = inputs(n, keys)
     with CountingService() as service:

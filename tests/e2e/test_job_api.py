@@ -1,0 +1,54 @@
+"""The job API's errors, without starting a job."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from actionjournal import Agent, InputEvent, action
+from actionjournal.durable.errors import ConfigurationError
+from actionjournal.operator.config import AgentsConfig
+from actionjournal.operator.flink import AgentsExecutionEnvironment
+from actionjournal.testing.flink import local_env
+
+pytestmark = pytest.mark.flink
+
+
+class Echo(Agent):
+    @action(InputEvent)
+    def handle(self, event, ctx):
+        pass
+
+
+def test_unkeyed_stream_without_key_selector_is_refused():
+    env = local_env()
+    agents = AgentsExecutionEnvironment.get_execution_environment(env)
+    stream = env.from_collection([1, 2])
+    with pytest.raises(ConfigurationError, match="keyed stream or key_selector"):
+        agents.from_datastream(stream)
+    job = agents.from_datastream(stream.key_by(lambda x: x))
+    with pytest.raises(ConfigurationError, match=r"apply\(agent\)"):
+        job.to_datastream()
+
+
+def test_bad_settings_fail_with_their_name():
+    with pytest.raises(ValidationError, match="store.sqlite.path"):
+        AgentsConfig.model_validate({"store": {"backend": "sqlite", "path": 3}})
+    with pytest.raises(ValidationError, match="'sqlite' or 'kafka'|sqlite', 'kafka'"):
+        AgentsConfig.model_validate({"store": {"backend": "mysql"}})
+    with pytest.raises(ValidationError, match="poll_interval_ms"):
+        AgentsConfig(poll_interval_ms=0)
+    with pytest.raises(ValidationError, match="allow_pickle requires journal.signing_key"):
+        AgentsConfig.model_validate({"journal": {"allow_pickle": True}})
+
+
+def test_operator_uid_comes_from_the_agent():
+    env = local_env()
+    agents = AgentsExecutionEnvironment.get_execution_environment(env)
+
+    class Named(Echo):
+        uid = "support-triage-v1"
+
+    out = agents.from_datastream(env.from_collection([1]), key_selector=str).apply(Named())
+    stream = out.to_datastream()
+    assert stream._j_data_stream.getTransformation().getUid() == "support-triage-v1"
