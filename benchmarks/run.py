@@ -49,10 +49,14 @@ def main(argv: list[str] | None = None) -> int:
             results.extend(produced if isinstance(produced, list) else [produced])
     results = [r for r in results if r["name"].startswith(args.only)]
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    # A partial run (--only) replaces its own entries and keeps the others.
+    previous = json.loads(RESULTS.read_text())["benchmarks"] if RESULTS.exists() else []
+    fresh = {r["name"] for r in results}
+    kept = [r for r in previous if r["name"] not in fresh]
     report = {
         "machine": machine(),
         "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "benchmarks": results,
+        "benchmarks": sorted(kept + results, key=lambda r: r["name"]),
     }
     RESULTS.write_text(json.dumps(report, indent=2) + "\n")
     print(f"\n{'name':32} {'unit':10} {'ours':>10} {'baseline':>10} {'ratio':>8} {'target':>8}")
