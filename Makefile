@@ -1,11 +1,13 @@
 # make demo   - set up .venv and run the crash-and-recover demo: a PyFlink job on SQLite
 # make test   - set up .venv and run the whole suite (starts a local Kafka broker itself)
 # make test-fast - unit tests only, no services, no Flink
-# make bench  - benchmarks; BENCH=prefix runs only entries whose name starts with prefix
+# make bench  - benchmarks (starts Kafka and PostgreSQL itself) and docs/performance.md;
+#               BENCH=prefix runs only entries whose name starts with prefix
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+BENCH_STAMP := $(VENV)/.installed-bench
 
 .PHONY: demo test test-fast bench lint clean
 
@@ -29,7 +31,12 @@ test: $(STAMP)
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not slow and not kafka and not fluss and not flink"
 
-bench: $(STAMP)
+$(BENCH_STAMP): $(STAMP)
+	$(BIN)/python -m pip install -q -e ".[bench]"
+	touch $(BENCH_STAMP)
+
+# Regenerates docs/performance.md from benchmarks/results/latest.json at the end.
+bench: $(BENCH_STAMP)
 	$(BIN)/python -m benchmarks.run $(if $(BENCH),--only $(BENCH),)
 
 lint: $(STAMP)

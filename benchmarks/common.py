@@ -18,6 +18,11 @@ def entry(name: str, unit: str, ours: float, baseline: float, target: float) -> 
     }
 
 
+def unavailable(name: str, reason: str) -> dict:
+    """An entry that could not be measured, and why (shown as such in docs/performance.md)."""
+    return {"name": name, "error": reason}
+
+
 class BenchContext(contextlib.ExitStack):
     """Services benchmarks need, started on first use and stopped when the run ends."""
 
@@ -27,3 +32,10 @@ class BenchContext(contextlib.ExitStack):
         from actionjournal.tools.dev_kafka import running_broker
 
         return self.enter_context(running_broker())
+
+    @cached_property
+    def postgres(self) -> str:
+        """URL of a private local PostgreSQL server (installed with apt if missing)."""
+        from benchmarks.postgres import running_postgres
+
+        return self.enter_context(running_postgres())

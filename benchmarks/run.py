@@ -12,12 +12,14 @@ import json
 import os
 import platform
 import time
+import traceback
 from pathlib import Path
 
-from benchmarks import bench_core, bench_kafka
-from benchmarks.common import BenchContext
+from benchmarks import bench_core, bench_kafka, bench_peer, report
+from benchmarks.common import BenchContext, unavailable
+from benchmarks.postgres import ServiceUnavailable
 
-MODULES = [bench_core, bench_kafka]
+MODULES = [bench_core, bench_kafka, bench_peer]
 
 RESULTS = Path(__file__).parent / "results" / "latest.json"
 
@@ -45,27 +47,50 @@ def main(argv: list[str] | None = None) -> int:
     with BenchContext() as ctx:
         for name, fn in selected.items():
             print(f"running {name} ...", flush=True)
-            produced = fn(ctx)
+            try:
+                produced = fn(ctx)
+            except Exception as exc:  # one benchmark that cannot run does not stop the others
+                reason = f"{type(exc).__name__}: {exc}"
+                print(f"{name}: NOT MEASURED: {reason}", flush=True)
+                if not isinstance(exc, ServiceUnavailable):
+                    traceback.print_exc()
+                produced = unavailable(name, reason)
             results.extend(produced if isinstance(produced, list) else [produced])
     results = [r for r in results if r["name"].startswith(args.only)]
+    when = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    for r in results:
+        r["when"] = when
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    # A partial run (--only) replaces its own entries and keeps the others.
+    # A partial run (--only) replaces what it ran and keeps the other entries: an entry is
+    # replaced when it was produced again, or when its benchmark ran (it may have failed).
     previous = json.loads(RESULTS.read_text())["benchmarks"] if RESULTS.exists() else []
     fresh = {r["name"] for r in results}
-    kept = [r for r in previous if r["name"] not in fresh]
-    report = {
+
+    def rerun(name: str) -> bool:
+        return name in fresh or (
+            name.startswith(args.only)
+            and any(name == s or name.startswith(s + ".") for s in selected)
+        )
+
+    kept = [r for r in previous if not rerun(r["name"])]
+    doc = {
         "machine": machine(),
-        "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "when": when,
         "benchmarks": sorted(kept + results, key=lambda r: r["name"]),
     }
-    RESULTS.write_text(json.dumps(report, indent=2) + "\n")
+    RESULTS.write_text(json.dumps(doc, indent=2) + "\n")
     print(f"\n{'name':32} {'unit':10} {'ours':>10} {'baseline':>10} {'ratio':>8} {'target':>8}")
     for r in results:
+        if "error" in r:
+            print(f"{r['name']:32} not measured: {r['error']}")
+            continue
         print(
             f"{r['name']:32} {r['unit']:10} {r['ours']:>10} {r['baseline']:>10} "
-            f"{r['ratio']:>8} {r['target']:>8}"
+            f"{r['ratio']!s:>8} {r['target']:>8}"
         )
     print(f"\nwrote {RESULTS}")
+    report.write(RESULTS, report.PAGE)
+    print(f"wrote {report.PAGE}")
     return 0
 
 
