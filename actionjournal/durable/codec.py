@@ -26,8 +26,10 @@ from actionjournal.durable.records import (
     CallFinished,
     CallsDropped,
     CallStarted,
+    CleanupBoundary,
     JournalRecord,
     RunCompleted,
+    UpgradeSkipped,
 )
 
 MAGIC = b"AJ"
@@ -41,6 +43,8 @@ RECORD_TYPES: dict[type, int] = {
     CallsDropped: 3,
     ActionCompleted: 4,
     RunCompleted: 5,
+    UpgradeSkipped: 6,
+    CleanupBoundary: 7,
 }
 _TYPES_BY_CODE = {code: cls for cls, code in RECORD_TYPES.items()}
 

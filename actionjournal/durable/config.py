@@ -21,6 +21,9 @@ class JournalConfig(BaseModel):
     """The job's namespace inside a shared topic/table; other namespaces are ignored."""
     epoch: int = Field(0, ge=0)
     """Journal generation; records of other epochs are invisible to recovery."""
+    upgrade: Literal["off", "fresh"] = "off"
+    """``fresh``: restoring state taken with another journal or an older epoch skips that
+    journal (logged and audited) instead of failing. See docs/upgrade.md."""
     signing_key: SecretStr | None = None
     """HMAC-SHA256 key; when set every record is signed and every record read is verified."""
     allow_pickle: bool = False

@@ -67,6 +67,10 @@ class DataLossError(RecoveryError):
     """Records a pending run needs are no longer retained by the store."""
 
 
+class CleanupBoundaryError(RecoveryError):
+    """The restored state is older than a cleanup: records it needs were deleted on purpose."""
+
+
 class DivergenceError(ActionJournalError):
     """The code made a different durable call than the journal recorded at that position."""
 

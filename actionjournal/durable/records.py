@@ -103,7 +103,40 @@ class RunCompleted(Record, tag="rc"):
     input_digest: str
 
 
-JournalRecord = CallStarted | CallFinished | CallsDropped | ActionCompleted | RunCompleted
+CONTROL_KEY = ""  # key id of control records: they concern a partition, not one key
+
+
+class UpgradeSkipped(Record, tag="us"):
+    """Audit: upgrade mode ignored recovery markers of another journal or an older epoch."""
+
+    old_backend: str
+    old_name: str
+    old_uid: str
+    old_epoch: int
+    reason: str
+    at: float
+
+
+class CleanupBoundary(Record, tag="cb"):
+    """Cleanup deleted this partition's records of the namespace below ``position``.
+
+    Journaled before deleting, after the boundary, so it outlives what it describes.
+    """
+
+    partition: int
+    position: int
+    at: float
+
+
+JournalRecord = (
+    CallStarted
+    | CallFinished
+    | CallsDropped
+    | ActionCompleted
+    | RunCompleted
+    | UpgradeSkipped
+    | CleanupBoundary
+)
 
 
 class StoreIdentity(msgspec.Struct, frozen=True, array_like=True):

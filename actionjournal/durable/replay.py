@@ -10,8 +10,10 @@ from actionjournal.durable.records import (
     CallFinished,
     CallsDropped,
     CallStarted,
+    CleanupBoundary,
     JournalRecord,
     RunCompleted,
+    UpgradeSkipped,
 )
 
 
@@ -53,12 +55,16 @@ class KeyJournal:
 
     runs: dict[int, RecordedRun] = field(default_factory=dict)
     records: int = 0
+    boundaries: list[CleanupBoundary] = field(default_factory=list)
 
     @classmethod
     def build(cls, records: Iterable[JournalRecord], epoch: int, min_seq: int) -> KeyJournal:
         journal = cls()
         for record in records:
-            if record.epoch != epoch or record.seq < min_seq:
+            if isinstance(record, CleanupBoundary):
+                journal.boundaries.append(record)
+                continue
+            if isinstance(record, UpgradeSkipped) or record.epoch != epoch or record.seq < min_seq:
                 continue
             journal.records += 1
             run = journal.runs.setdefault(record.seq, RecordedRun(record.seq))

@@ -9,19 +9,28 @@ validated; its runs then replay what the journal recorded.
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 import msgspec
 
 from actionjournal.durable.config import JournalConfig
 from actionjournal.durable.errors import (
+    CleanupBoundaryError,
     DataLossError,
     MarkerMismatchError,
+    RecoveryError,
     StoreRecreatedError,
     UnsupportedFormatError,
 )
 from actionjournal.durable.identity import key_id as make_key_id
-from actionjournal.durable.records import FORMAT_VERSION, Marker
+from actionjournal.durable.records import (
+    CONTROL_KEY,
+    FORMAT_VERSION,
+    Marker,
+    StoreIdentity,
+    UpgradeSkipped,
+)
 from actionjournal.durable.replay import KeyJournal, RecordedRun
 from actionjournal.durable.stats import CallCounts
 from actionjournal.operator.agent import Agent
@@ -52,6 +61,7 @@ class AgentEngine:
         self.env = RunEnv(agent, store, self.config, self.config.value_codec(), self.counts)
         self._journals: dict[str, KeyJournal] = {}
         self._recovered: set[str] = set()
+        self._audited: set[tuple[StoreIdentity, int]] = set()
 
     @property
     def agent(self) -> Agent:
@@ -105,60 +115,126 @@ class AgentEngine:
 
     def recover(self, key_id: str, state: KeyState) -> KeyJournal:
         """Read and index the key's records written after its marker, validating the marker."""
-        after = self.validate_marker(key_id, state)
+        marker = self.validate_marker(key_id, state)
+        after = marker
+        earliest = self.store.earliest_position(key_id) if marker is not None else 0
+        if marker is not None and marker.position + 1 < earliest:
+            after = None  # records after the marker are gone: read what is left, then judge
         records = self.store.read_key(self.config.namespace, self.agent.operator_uid, key_id, after)
         min_seq = state.pending[0].seq if state.pending else state.next_seq
         journal = KeyJournal.build(records, self.config.epoch, min_seq)
+        if marker is not None:
+            self._check_boundaries(key_id, marker, journal)
+            if after is None and state.pending:
+                raise DataLossError(
+                    f"key {key_id} has a pending run whose journal starts after position "
+                    f"{marker.position}, but {_where(marker)} now starts at position {earliest}: "
+                    f"records {marker.position + 1}..{earliest - 1} were deleted (retention). "
+                    "Restore a newer checkpoint, or restore with journal.upgrade='fresh' and a "
+                    "new journal.epoch to re-run its actions"
+                )
+            # An idle key can only have records written after its checkpoint: what is left
+            # is all it needs (a marker is a lower bound, not an obligation).
         if journal.records:
             log.info(
-                "key %s: recovered %d journal records of %d runs", key_id, journal.records,
+                "key %s: recovered %d journal records of %d runs",
+                key_id,
+                journal.records,
                 len(journal.runs),
-            )  # fmt: skip
+            )
         return journal
 
     def validate_marker(self, key_id: str, state: KeyState) -> Marker | None:
-        """The position to read from; raises when the marker cannot be trusted."""
+        """The key's marker if it belongs to the configured journal; raises when it cannot.
+
+        In upgrade mode a marker of another journal or an older epoch is skipped
+        (``None``): the key reads the current journal, of the current epoch, from its start.
+        """
         marker = state.marker
         if marker is None:
             return None
-        ours = self.store.identity
-        where = f"{marker.store.backend} {marker.store.name} partition {marker.partition}"
         if marker.format_version > FORMAT_VERSION:
             raise UnsupportedFormatError(
                 f"recovery marker of key {key_id} has format version {marker.format_version}, "
                 f"newer than this code's {FORMAT_VERSION}; run the newer release or restore in "
                 "upgrade mode",
-                where,
+                _where(marker),
             )
-        if (marker.store.backend, marker.store.name) != (ours.backend, ours.name):
+        if marker.epoch > self.config.epoch:
             raise MarkerMismatchError(
-                f"recovery marker of key {key_id} references {marker.store.backend} journal "
-                f"{marker.store.name!r} (position {marker.position}), but the configured store "
-                f"is {ours.backend} {ours.name!r}. Configure the journal the checkpoint was taken "
-                "with, or restore in upgrade mode to start a new journal"
+                f"recovery marker of key {key_id} is from journal epoch {marker.epoch}, newer "
+                f"than journal.epoch={self.config.epoch}: this state was written by a later "
+                "deployment; set journal.epoch to at least that"
+            )
+        reason = self._skipped(marker)
+        if reason is None:
+            return marker
+        if self.config.upgrade != "fresh":
+            raise reason
+        self._audit_skip(marker, str(reason))
+        return None
+
+    def _skipped(self, marker: Marker) -> RecoveryError | None:
+        """Why a marker does not belong to the configured journal (upgrade mode skips it)."""
+        ours = self.store.identity
+        if (marker.store.backend, marker.store.name) != (ours.backend, ours.name):
+            return MarkerMismatchError(
+                f"recovery marker references {marker.store.backend} journal "
+                f"{marker.store.name!r} ({_where(marker)}, position {marker.position}), but the "
+                f"configured store is {ours.backend} {ours.name!r}. Configure the journal the "
+                "checkpoint was taken with, or set journal.upgrade='fresh' to start a new journal"
             )
         if marker.store.uid != ours.uid:
-            raise StoreRecreatedError(
-                f"recovery marker of key {key_id} references {ours.backend} journal "
-                f"{ours.name!r} with id {marker.store.uid}, but the journal now has id "
-                f"{ours.uid}: it was deleted and recreated, and the records after position "
-                f"{marker.position} are gone. Restore in upgrade mode to start a new journal"
+            return StoreRecreatedError(
+                f"recovery marker references {ours.backend} journal {ours.name!r} with id "
+                f"{marker.store.uid}, but the journal now has id {ours.uid}: it was deleted and "
+                f"recreated, and the records after {_where(marker)} position {marker.position} "
+                "are gone. Set journal.upgrade='fresh' to start a new journal"
             )
-        if marker.epoch != self.config.epoch:
-            raise MarkerMismatchError(
-                f"recovery marker of key {key_id} is from journal epoch {marker.epoch}, but "
-                f"journal.epoch is {self.config.epoch}; restore in upgrade mode to start a new "
-                "epoch"
+        if marker.epoch < self.config.epoch:
+            return MarkerMismatchError(
+                f"recovery marker is from journal epoch {marker.epoch} but journal.epoch is "
+                f"{self.config.epoch}; set journal.upgrade='fresh' to skip the old epoch's journal"
             )
-        earliest = self.store.earliest_position(key_id)
-        if marker.position + 1 >= earliest:
-            return marker
-        if state.pending:
-            raise DataLossError(
-                f"key {key_id} has a pending run whose journal starts after position "
-                f"{marker.position}, but {where} now starts at position {earliest}: records "
-                f"{marker.position + 1}..{earliest - 1} were deleted (retention or cleanup). "
-                "Restore a newer checkpoint, or restore in upgrade mode to re-run its actions"
-            )
-        # An idle key can only have records written after its checkpoint: read what is left.
         return None
+
+    def _audit_skip(self, marker: Marker, reason: str) -> None:
+        """One log line and one audit record per skipped journal, not per key."""
+        source = (marker.store, marker.epoch)
+        if source in self._audited:
+            return
+        self._audited.add(source)
+        log.warning(
+            "upgrade mode: %s; its journal is skipped, epoch %d begins", reason, self.config.epoch
+        )
+        record = UpgradeSkipped(
+            namespace=self.config.namespace,
+            operator_uid=self.agent.operator_uid,
+            epoch=self.config.epoch,
+            key_id=CONTROL_KEY,
+            seq=0,
+            old_backend=marker.store.backend,
+            old_name=marker.store.name,
+            old_uid=marker.store.uid,
+            old_epoch=marker.epoch,
+            reason=reason,
+            at=time.time(),
+        )
+        self.store.append(record)
+
+    def _check_boundaries(self, key_id: str, marker: Marker, journal: KeyJournal) -> None:
+        """Restoring state older than a cleanup would silently re-run deleted work: refuse."""
+        for boundary in journal.boundaries:
+            if boundary.partition == marker.partition and marker.position + 1 < boundary.position:
+                raise CleanupBoundaryError(
+                    f"key {key_id}: the restored state needs journal records from "
+                    f"{_where(marker)} position {marker.position + 1}, but cleanup deleted "
+                    f"that partition's records below position {boundary.position} at "
+                    f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(boundary.at))}. "
+                    "Restore the checkpoint the cleanup was planned for or a newer one; to "
+                    "re-run instead, restore with journal.upgrade='fresh' and a new journal.epoch"
+                )
+
+
+def _where(marker: Marker) -> str:
+    return f"{marker.store.backend} {marker.store.name} partition {marker.partition}"

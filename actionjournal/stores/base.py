@@ -26,7 +26,8 @@ class ActionStateStore(ABC):
     def read_key(
         self, namespace: str, operator_uid: str, key_id: str, after: Marker | None
     ) -> list[JournalRecord]:
-        """Records of one key written after ``after`` (all retained ones if ``None``), in order.
+        """Records of one key written after ``after`` (all retained ones if ``None``), in order,
+        with the control records (key id ``CONTROL_KEY``) of the key's partition among them.
 
         The read is bounded by the end position captured when it began, so it
         ends even while other writers keep appending.

@@ -6,7 +6,7 @@ import threading
 import uuid
 
 from actionjournal.durable.codec import RecordCodec
-from actionjournal.durable.records import JournalRecord, Marker, StoreIdentity
+from actionjournal.durable.records import CONTROL_KEY, JournalRecord, Marker, StoreIdentity
 from actionjournal.stores.base import ActionStateStore
 
 
@@ -34,7 +34,7 @@ class MemoryStore(ActionStateStore):
         return [
             self.codec.decode(data, f"memory store position {self.first_position + i}")
             for i, (ns, uid, kid, data) in enumerate(entries[start:], start)
-            if kid == key_id and ns == namespace and uid == operator_uid
+            if kid in (key_id, CONTROL_KEY) and ns == namespace and uid == operator_uid
         ]
 
     def earliest_position(self, key_id: str) -> int:

@@ -77,7 +77,7 @@ class SqliteStore(ActionStateStore):
             (end,) = self._db.execute("SELECT COALESCE(MAX(pos), 0) FROM journal").fetchone()
             rows = self._db.execute(
                 "SELECT pos, body FROM journal WHERE namespace = ? AND operator_uid = ? "
-                "AND key_id = ? AND pos > ? AND pos <= ? ORDER BY pos",
+                "AND key_id IN (?, '') AND pos > ? AND pos <= ? ORDER BY pos",
                 (namespace, operator_uid, key_id, start, end),
             ).fetchall()
         return [self.codec.decode(body, f"{self.path} row {pos}") for pos, body in rows]

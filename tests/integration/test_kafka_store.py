@@ -226,11 +226,11 @@ def test_deleted_records_below_a_pending_marker_are_data_loss(kafka_store, kafka
     assert store.earliest_position("k") == markers[3].position
     engine = AgentEngine(Noop(), store)
     with pytest.raises(DataLossError, match=f"partition {partition} now starts at position"):
-        engine.validate_marker("k", pending_state(markers[1]))
+        engine.recover("k", pending_state(markers[1]))
     # A marker still inside the retained range is fine; an idle key reads what is left.
     assert engine.validate_marker("k", pending_state(markers[2])) == markers[2]
-    idle = KeyState(next_seq=5, marker=markers[1])
-    assert engine.validate_marker("k", idle) is None
+    engine.recover("k", pending_state(markers[2]))
+    engine.recover("k", KeyState(next_seq=3, marker=markers[1]))  # idle: no error
     assert seqs(store, "k") == [3, 4]
 
 
