@@ -76,6 +76,34 @@ class RunnerContext:
         )
         return self._calls.execute_async(fn, args, kwargs, opts)
 
+    def chat(
+        self,
+        model: str,
+        messages: Any,
+        schema: type | None = None,
+        *,
+        durable_id: str | None = None,
+    ) -> Any:
+        """Ask the agent's chat model ``model`` (a name in its ``chat_models``) as a durable
+        call: the response, or with a pydantic ``schema`` the validated object. See
+        :mod:`actionjournal.chat`."""
+        from actionjournal.chat.calls import chat
+
+        return chat(self, model, messages, schema, durable_id=durable_id)
+
+    def chat_async(
+        self,
+        model: str,
+        messages: Any,
+        schema: type | None = None,
+        *,
+        durable_id: str | None = None,
+    ) -> Coroutine[Any, Any, Any]:
+        """Awaitable form of :meth:`chat`, for ``async def`` actions (position taken now)."""
+        from actionjournal.chat.calls import chat_async
+
+        return chat_async(self, model, messages, schema, durable_id=durable_id)
+
     def _options(
         self,
         fn: Callable[..., Any],

@@ -1,0 +1,41 @@
+"""Chat models as durable calls: connections, ``ctx.chat``, and the event form.
+
+See docs/getting-started.md. A model's response is journaled like any durable call
+result, so after a failure it is replayed and the model is not asked again.
+"""
+
+from actionjournal.chat.agent import ChatAgent
+from actionjournal.chat.calls import chat, chat_async, chat_response_async, parse
+from actionjournal.chat.events import ChatRequestEvent, ChatResponseEvent
+from actionjournal.chat.models import (
+    ChatError,
+    ChatModel,
+    ChatModelConfig,
+    ChatResponse,
+    ChatResponseError,
+    ChatTimeoutError,
+    ChatUnreachableError,
+    OllamaChat,
+    OpenAIChat,
+    StructuredOutputError,
+)
+
+__all__ = [
+    "ChatAgent",
+    "ChatError",
+    "ChatModel",
+    "ChatModelConfig",
+    "ChatRequestEvent",
+    "ChatResponse",
+    "ChatResponseError",
+    "ChatResponseEvent",
+    "ChatTimeoutError",
+    "ChatUnreachableError",
+    "OllamaChat",
+    "OpenAIChat",
+    "StructuredOutputError",
+    "chat",
+    "chat_async",
+    "chat_response_async",
+    "parse",
+]

@@ -1,0 +1,303 @@
+"""Chat model connections: an Ollama-protocol and an OpenAI-compatible client over HTTP.
+
+A connection is a named resource of an agent (``chat_models = {"judge": OllamaChat(...)}``);
+actions reach it with ``ctx.chat("judge", ...)``. The request itself is the body of a
+durable call (:meth:`ChatModel.request`), so its response is journaled and replayed on
+recovery instead of asking the model again. Failures to get an answer (timeout,
+unreachable endpoint, HTTP error) are *not* journaled: a model request has no side
+effect, so the call is simply asked again when the action is retried.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from actionjournal.durable.calls import current_call
+from actionjournal.durable.errors import ActionJournalError, ConfigurationError
+
+if TYPE_CHECKING:
+    import httpx
+
+
+class ChatError(ActionJournalError):
+    """A chat model request failed. Subclasses say how."""
+
+
+class ChatTimeoutError(ChatError):
+    """The model did not answer within its ``timeout``; nothing was journaled for the call."""
+
+
+class ChatUnreachableError(ChatError):
+    """The model's endpoint could not be reached; nothing was journaled for the call."""
+
+
+class ChatResponseError(ChatError):
+    """The endpoint answered with an HTTP error or with a body that is not a chat reply."""
+
+
+class StructuredOutputError(ChatError):
+    """The model's reply does not validate against the requested pydantic schema.
+
+    The reply itself is journaled, so a replay raises this again rather than asking the
+    model for a different answer; catch it in the action to ask again (a new call).
+    """
+
+
+class ChatModelConfig(BaseModel):
+    """Settings of one chat model connection.
+
+    ``endpoint`` is the server root (``http://127.0.0.1:11434`` for Ollama; for an
+    OpenAI-compatible server either the root or the ``.../v1`` base URL). ``timeout`` is
+    the longest wait, in seconds, to connect and for the answer. ``retries`` are extra
+    attempts when the server was not reached or answered 429/5xx (a model request has no
+    side effects, so repeating it is safe). ``options`` go into the request as the
+    protocol expects them (Ollama ``options``; top-level fields such as ``temperature``
+    for OpenAI).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    endpoint: str = Field(min_length=1)
+    model: str = Field(min_length=1)
+    timeout: float = Field(60.0, gt=0)
+    retries: int = Field(2, ge=0)
+    retry_delay: float = Field(0.5, ge=0)
+    api_key: str | None = None
+    options: dict[str, Any] = Field(default_factory=dict)
+    headers: dict[str, str] = Field(default_factory=dict)
+
+
+class ChatResponse(BaseModel):
+    """What a model answered; this is the journaled result of the durable call.
+
+    ``call_id`` is the durable call's stable id, the same after a replay.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    call_id: str
+    name: str
+    model: str
+    content: str
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+
+
+Message = dict[str, str]
+Format = dict[str, Any]  # {"name": schema name, "schema": JSON schema}
+
+
+class ChatModel:
+    """A connection to one model. Subclasses speak a protocol; see :class:`OllamaChat`.
+
+    Build it from keyword settings (``OllamaChat(endpoint=..., model=...)``) or from a
+    :class:`ChatModelConfig`. It pickles without its HTTP client, so an agent holding it
+    can be shipped to Flink workers.
+    """
+
+    protocol: ClassVar[str] = ""
+
+    def __init__(self, config: ChatModelConfig | None = None, **settings: Any) -> None:
+        if config is None:
+            try:
+                config = ChatModelConfig(**settings)
+            except ValidationError as exc:
+                raise ConfigurationError(
+                    f"{type(self).__name__} settings are invalid: {exc}"
+                ) from None
+        elif settings:
+            config = config.model_copy(update=settings)
+        self.config = config
+        self._client: httpx.Client | None = None
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(endpoint={self.config.endpoint!r}, model={self.config.model!r})"
+        )
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"config": self.config}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["config"])  # type: ignore[misc]
+
+    def close(self) -> None:
+        with self._lock:
+            if self._client is not None:
+                self._client.close()
+                self._client = None
+
+    # -- the durable call ---------------------------------------------------------------
+
+    def request(
+        self, name: str, messages: list[Message], format: Format | None = None
+    ) -> ChatResponse:
+        """One non-streaming chat request. Runs as a durable call: see ``ctx.chat``.
+
+        ``name`` is the agent's name for this model; it is an argument so that sending
+        a request to another named model is a divergence, not a silent replay.
+        """
+        import httpx
+
+        call = current_call()
+        call_id = call.call_id if call is not None else ""
+        url = self.url()
+        model = f"{self.protocol} {self.config.model}"
+        where = f"chat model {name!r} ({model} at {url}, call {call_id or '-'})"
+        body = self._body(messages, format)
+        last = ""
+        for attempt in range(self.config.retries + 1):
+            if attempt:
+                time.sleep(self.config.retry_delay * 2 ** (attempt - 1))
+            try:
+                reply = self._http().post(url, json=body)
+            except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+                last = f"{type(exc).__name__}: {exc}"
+                continue
+            except httpx.TimeoutException:
+                raise ChatTimeoutError(
+                    f"{where} did not answer within {self.config.timeout} s. Nothing was "
+                    "journaled for this call: it is asked again when the action is retried, and "
+                    "earlier results replay from the journal. Raise the model's timeout or check "
+                    "the server's load"
+                ) from None
+            except httpx.TransportError as exc:
+                last = f"{type(exc).__name__}: {exc}"
+                continue
+            if reply.status_code == 429 or reply.status_code >= 500:
+                last = f"HTTP {reply.status_code}: {reply.text[:200]}"
+                continue
+            if not reply.is_success:
+                raise ChatResponseError(
+                    f"{where} answered HTTP {reply.status_code}: {reply.text[:300]}. "
+                    f"{_hint(reply.status_code)}"
+                )
+            try:
+                data = reply.json()
+                content, model, tokens = self._parse(data)
+            except (ValueError, KeyError, IndexError, TypeError) as exc:
+                raise ChatResponseError(
+                    f"{where} answered something that is not a {self.protocol} chat reply "
+                    f"({type(exc).__name__}: {exc}): {reply.text[:300]}. Is {self.config.endpoint} "
+                    f"a {self.protocol} endpoint?"
+                ) from None
+            return ChatResponse(
+                call_id=call_id,
+                name=name,
+                model=model or self.config.model,
+                content=content,
+                prompt_tokens=tokens[0],
+                completion_tokens=tokens[1],
+            )
+        if last.startswith("HTTP"):
+            raise ChatResponseError(
+                f"{where} failed {self.config.retries + 1} times, last: {last}. Nothing was "
+                "journaled for this call; it is asked again when the action is retried"
+            )
+        raise ChatUnreachableError(
+            f"{where} is unreachable after {self.config.retries + 1} attempts, last: {last}. "
+            "Nothing was journaled for this call; start the model server or fix the endpoint "
+            "(ChatModelConfig.endpoint, or OLLAMA_HOST for the examples). When the action is "
+            "retried the call is asked again and earlier results replay from the journal"
+        )
+
+    # -- protocol -----------------------------------------------------------------------
+
+    def url(self) -> str:
+        raise NotImplementedError
+
+    def _body(self, messages: list[Message], format: Format | None) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _parse(self, data: Any) -> tuple[str, str | None, tuple[int | None, int | None]]:
+        """``(content, model, (prompt tokens, completion tokens))`` of a reply body."""
+        raise NotImplementedError
+
+    def _http(self) -> httpx.Client:
+        # One client per connection, shared by threads: opening one costs milliseconds
+        # (TLS context), which parallel branches would otherwise pay on every request.
+        with self._lock:
+            if self._client is None:
+                import httpx
+
+                headers = dict(self.config.headers)
+                if self.config.api_key:
+                    headers["Authorization"] = f"Bearer {self.config.api_key}"
+                self._client = httpx.Client(timeout=self.config.timeout, headers=headers)
+            return self._client
+
+
+class OllamaChat(ChatModel):
+    """Ollama's ``POST /api/chat``, non-streaming; structured output via ``format``."""
+
+    protocol = "ollama"
+
+    def url(self) -> str:
+        return f"{_root(self.config.endpoint)}/api/chat"
+
+    def _body(self, messages: list[Message], format: Format | None) -> dict[str, Any]:
+        body: dict[str, Any] = {"model": self.config.model, "messages": messages, "stream": False}
+        if format is not None:
+            body["format"] = format["schema"]
+        if self.config.options:
+            body["options"] = self.config.options
+        return body
+
+    def _parse(self, data: Any) -> tuple[str, str | None, tuple[int | None, int | None]]:
+        if "error" in data:
+            raise ValueError(f"error {data['error']!r}")
+        content = data["message"]["content"]
+        if not isinstance(content, str):
+            raise TypeError("message.content is not a string")
+        return content, data.get("model"), (data.get("prompt_eval_count"), data.get("eval_count"))
+
+
+class OpenAIChat(ChatModel):
+    """An OpenAI-compatible ``POST /v1/chat/completions``; structured output via
+    ``response_format`` of type ``json_schema``."""
+
+    protocol = "openai"
+
+    def url(self) -> str:
+        root = _root(self.config.endpoint)
+        return f"{root}/chat/completions" if root.endswith("/v1") else f"{root}/v1/chat/completions"
+
+    def _body(self, messages: list[Message], format: Format | None) -> dict[str, Any]:
+        body: dict[str, Any] = {**self.config.options, "model": self.config.model}
+        body["messages"] = messages
+        if format is not None:
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": format["name"], "schema": format["schema"]},
+            }
+        return body
+
+    def _parse(self, data: Any) -> tuple[str, str | None, tuple[int | None, int | None]]:
+        content = data["choices"][0]["message"]["content"]
+        if not isinstance(content, str):
+            raise TypeError("choices[0].message.content is not a string")
+        usage = data.get("usage") or {}
+        return (
+            content,
+            data.get("model"),
+            (usage.get("prompt_tokens"), usage.get("completion_tokens")),
+        )
+
+
+def _root(endpoint: str) -> str:
+    """``OLLAMA_HOST`` style values (``127.0.0.1:11434``) get a scheme; no trailing slash."""
+    endpoint = endpoint.strip().rstrip("/")
+    return endpoint if "://" in endpoint else f"http://{endpoint}"
+
+
+def _hint(status: int) -> str:
+    if status == 404:
+        return "Check the endpoint and that the model exists on the server (ollama pull <model>)"
+    if status in (401, 403):
+        return "Check the API key (ChatModelConfig.api_key)"
+    return "Check the request: the messages, the schema, and the model's options"
