@@ -32,6 +32,7 @@ class CountingService:
         self._lock = threading.Lock()
         self._in_flight = 0
         self._gates: dict[str, threading.Event] = {}
+        self._spans: list[tuple[float, float]] = []
         self._server = _QuietServer(("127.0.0.1", 0), self._handler())
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
@@ -57,6 +58,11 @@ class CountingService:
     def executions(self) -> int:
         with self._lock:
             return sum(self.counts.values())
+
+    def spans(self) -> list[tuple[float, float]]:
+        """(arrival, answer) monotonic times of every executed call, for benchmarks."""
+        with self._lock:
+            return list(self._spans)
 
     def hold(self, name: str) -> None:
         """Make calls to ``name`` wait (in flight, unanswered) until :meth:`release`."""
@@ -125,6 +131,7 @@ class CountingService:
                 if not call_id:
                     return self._reply(400, {"error": "body needs a call_id"})
                 name = self.path.rsplit("/", 1)[-1]
+                arrived = time.monotonic()
                 with service._lock:
                     gate = service._gates.get(name)
                 if gate is not None:
@@ -135,6 +142,7 @@ class CountingService:
                 with service._lock:
                     service.counts[call_id] = service.counts.get(call_id, 0) + 1
                     service.responses[call_id] = response
+                    service._spans.append((arrived, time.monotonic()))
                     n = service.counts[call_id]
                 self._reply(200, {**response, "n": n})
 
