@@ -1,0 +1,1 @@
+"""Reference examples; each is a runnable PyFlink job (see its job.py)."""
