@@ -152,7 +152,9 @@ class ModelServer:
         """The deterministic content the server answers ``request`` with."""
         if request.schema is None:
             last = request.messages[-1].get("content", "") if request.messages else ""
-            return f"[{request.model}] reply {request.key[:8]} to: {str(last)[:80]}"
+            return (
+                f"[{request.model}] reply {request.key[:8]} to: {' '.join(str(last).split())[:80]}"
+            )
         if request.model in self.invalid_json:
             return json.dumps(fake_instance(request.schema, request.key))[:12]
         return json.dumps(fake_instance(request.schema, request.key))

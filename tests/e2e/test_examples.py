@@ -64,10 +64,17 @@ def test_parallel_sentiment_killed_between_branches_and_aggregation(tmp_path):
     assert not repeated, f"requests asked again after the recovery: {repeated}"
 
 
-def test_example_scripts_run_against_the_test_server(tmp_path):
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+@pytest.mark.parametrize(
+    ("script", "expect"),
+    [
+        ("examples/parallel_sentiment/job.py", ["asked twice: 0", "6 verdicts"]),
+        ("examples/ticket_triage/job.py", ["investigator answered ticket 1", "5 tickets"]),
+    ],
+)
+def test_example_scripts_run_against_the_local_servers(tmp_path, script, expect):
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}  # no OLLAMA_HOST: the test server
     done = subprocess.run(
-        [sys.executable, str(ROOT / "examples/parallel_sentiment/job.py"), "--dir", str(tmp_path)],
+        [sys.executable, str(ROOT / script), "--dir", str(tmp_path)],
         capture_output=True,
         text=True,
         timeout=300,
@@ -75,4 +82,5 @@ def test_example_scripts_run_against_the_test_server(tmp_path):
         cwd=tmp_path,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    assert "asked twice: 0" in done.stdout and "6 verdicts" in done.stdout
+    for text in expect:
+        assert text in done.stdout, done.stdout
