@@ -27,7 +27,7 @@ from actionjournal.durable.identity import call_id, function_id
 from actionjournal.durable.outcomes import CallInfo, Failed, NotStarted, Recovered, StillRunning
 from actionjournal.durable.records import CallFinished, CallsDropped, CallStarted, JournalRecord
 from actionjournal.durable.replay import RecordedAction, RecordedCall
-from actionjournal.durable.stats import CallCounts
+from actionjournal.durable.stats import JournalMetrics
 from actionjournal.durable.values import ValueCodec
 from actionjournal.durable.writer import RunWriter
 
@@ -91,7 +91,7 @@ class ActionCalls:
         recorded: RecordedAction,
         config: JournalConfig,
         values: ValueCodec,
-        counts: CallCounts,
+        counts: JournalMetrics,
     ) -> None:
         self.writer = writer
         self.action_id = action_id
@@ -172,10 +172,10 @@ class ActionCalls:
             yield from self._diverged(recorded, index, fid, opts.durable_id, digest)
             recorded = None
         if recorded is not None and recorded.finished is not None:
-            self.counts.add("replayed")
+            self.counts.call("replayed")  # never an execution, and no duration sample
             return self._replay(recorded.finished)
         if recorded is not None:  # started, no outcome: the process died during the call
-            self.counts.add("unknown")
+            self.counts.call("unknown")
             attempt = recorded.attempt + 1
             if policy == "fail":
                 raise UnknownOutcomeError(
@@ -208,15 +208,16 @@ class ActionCalls:
                 f"durable call {fid} was not started: its CallStarted was not journaled",
             )
         started = time.time()
+        clock = time.perf_counter()
         try:
             value = yield _Invoke(fn, info(attempt))
         except Exception as exc:
-            self.counts.add("executed")
+            self.counts.call_executed(time.perf_counter() - clock)
             if opts.record_failures:
                 yield self._finish(index, fid, digest, cid, opts, started, None, exc)
             raise
-        self.counts.add("executed")
-        data, value = self.values.roundtrip(value, f"result of durable call {fid}")
+        self.counts.call_executed(time.perf_counter() - clock)
+        data, value = self.values.roundtrip(value, f"result of durable call {fid} (call id {cid})")
         yield self._finish(index, fid, digest, cid, opts, started, data, None)
         return value
 
@@ -267,7 +268,7 @@ class ActionCalls:
     def _diverged(
         self, recorded: RecordedCall, index: int, fid: str, durable_id: str | None, digest: str
     ) -> Generator[_Effect, Any, None]:
-        self.counts.add("diverged")
+        self.counts.call("diverged")
         head = recorded.head
         detail = (
             f"recorded: function={head.function_id} durable_id={head.durable_id} "
@@ -306,12 +307,12 @@ class ActionCalls:
             if isinstance(outcome, NotStarted):
                 return None
             if isinstance(outcome, Recovered):
-                self.counts.add("reconciled")
+                self.counts.call("reconciled")
                 data, value = self.values.roundtrip(outcome.value, f"recovered result of {fid}")
                 yield self._finish(index, fid, digest, cid, opts, time.time(), data, None, True)
                 return (value,)
             if isinstance(outcome, Failed):
-                self.counts.add("reconciled")
+                self.counts.call("reconciled")
                 yield self._finish(
                     index, fid, digest, cid, opts, time.time(), None, outcome.error, True
                 )

@@ -28,8 +28,15 @@ class JournalConfig(BaseModel):
     """HMAC-SHA256 key; when set every record is signed and every record read is verified."""
     allow_pickle: bool = False
     """Journal values msgspec cannot encode with pickle. Requires ``signing_key``."""
+    payload_warn_bytes: int = Field(256 * 1024, gt=0)
+    """A value encoding to more bytes than this is logged as a warning (and counted)."""
     max_payload_bytes: int = Field(2 * 1024 * 1024, gt=0)
-    """Encoded size limit of one value (call result, memory value, event attributes)."""
+    """Encoded size limit of one value (call result, memory value, event attributes): a
+    larger one fails with PayloadTooLargeError."""
+    run_records_warn: int = Field(10_240, gt=0)
+    """A run whose journal reaches this many records is logged as a warning (and counted)."""
+    max_run_records: int = Field(51_200, gt=0)
+    """Records one run may journal; the append past it fails with RunJournalTooLongError."""
     on_divergence: Literal["fail", "rerun"] = "fail"
     """A recorded call differs from the call the code makes now: fail, or drop the recorded tail."""
     on_unknown: UnknownOutcomePolicy = "rerun"
@@ -49,4 +56,8 @@ class JournalConfig(BaseModel):
         return RecordCodec(key)
 
     def value_codec(self) -> ValueCodec:
-        return ValueCodec(allow_pickle=self.allow_pickle, max_payload_bytes=self.max_payload_bytes)
+        return ValueCodec(
+            allow_pickle=self.allow_pickle,
+            max_payload_bytes=self.max_payload_bytes,
+            payload_warn_bytes=self.payload_warn_bytes,
+        )

@@ -43,6 +43,10 @@ class PayloadTooLargeError(EncodingError):
     """An encoded value is larger than ``journal.max_payload_bytes``."""
 
 
+class RunJournalTooLongError(ActionJournalError):
+    """A run would journal more records than ``journal.max_run_records``."""
+
+
 class StoreError(ActionJournalError):
     """The action state store failed; nothing was acknowledged."""
 

@@ -44,6 +44,7 @@ class RecordedRun:
     seq: int
     actions: dict[str, RecordedAction] = field(default_factory=dict)
     completed: RunCompleted | None = None
+    records: int = 0  # how many records the run has in the journal (its length guard)
 
     def action(self, action_id: str) -> RecordedAction:
         return self.actions.get(action_id) or RecordedAction()
@@ -68,6 +69,7 @@ class KeyJournal:
                 continue
             journal.records += 1
             run = journal.runs.setdefault(record.seq, RecordedRun(record.seq))
+            run.records += 1
             if isinstance(record, RunCompleted):
                 run.completed = record
                 continue

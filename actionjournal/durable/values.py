@@ -13,6 +13,7 @@ first run and its replay observe identical data.
 from __future__ import annotations
 
 import hashlib
+import logging
 import pickle
 import sys
 import traceback
@@ -28,7 +29,10 @@ from actionjournal.durable.errors import (
     PickleDisabledError,
     RecordedCallError,
 )
+from actionjournal.durable.guards import GuardObserver, where
 from actionjournal.durable.records import ErrorInfo
+
+log = logging.getLogger("actionjournal.guards")
 
 _EXT_PYDANTIC = 1
 _EXT_PICKLE = 2
@@ -60,9 +64,18 @@ def _loaded_type(name: str) -> type | None:
 
 
 class ValueCodec:
-    def __init__(self, *, allow_pickle: bool = False, max_payload_bytes: int | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        allow_pickle: bool = False,
+        max_payload_bytes: int | None = None,
+        payload_warn_bytes: int | None = None,
+        observer: GuardObserver | None = None,
+    ) -> None:
         self.allow_pickle = allow_pickle
         self.max_payload_bytes = max_payload_bytes
+        self.payload_warn_bytes = payload_warn_bytes
+        self.observer = observer  # told of every guard hit (the engine's metrics)
         self._encoder = msgspec.msgpack.Encoder(enc_hook=self._enc_hook)
         self._digest_encoder = msgspec.msgpack.Encoder(enc_hook=self._enc_hook, order="sorted")
         self._decoder = msgspec.msgpack.Decoder(ext_hook=self._ext_hook)
@@ -79,12 +92,34 @@ class ValueCodec:
                 "(dict, list, str, int, float, bool, None, bytes), a pydantic model, or enable "
                 "journal.allow_pickle (requires journal.signing_key)"
             ) from None
-        if self.max_payload_bytes is not None and len(data) > self.max_payload_bytes:
+        size = len(data)
+        if (self.payload_warn_bytes is not None and size > self.payload_warn_bytes) or (
+            self.max_payload_bytes is not None and size > self.max_payload_bytes
+        ):
+            self._guard(what, size)
+        return data
+
+    def _guard(self, what: str, size: int) -> None:
+        """``size`` is over a payload threshold: warn, or fail with PayloadTooLargeError."""
+        if self.max_payload_bytes is not None and size > self.max_payload_bytes:
+            if self.observer is not None:
+                self.observer.guard_hit("payload_bytes", "fail")
             raise PayloadTooLargeError(
-                f"{what} encodes to {len(data)} bytes, over journal.max_payload_bytes="
+                f"{what}{where()} encodes to {size} bytes, over journal.max_payload_bytes="
                 f"{self.max_payload_bytes}; store large data elsewhere and journal a reference"
             )
-        return data
+        if self.observer is not None:
+            self.observer.guard_hit("payload_bytes", "warn")
+        log.warning(
+            "%s%s encodes to %d bytes, over journal.payload_warn_bytes=%d (it fails over "
+            "journal.max_payload_bytes=%s); consider storing large data elsewhere and "
+            "journaling a reference",
+            what,
+            where(),
+            size,
+            self.payload_warn_bytes,
+            self.max_payload_bytes,
+        )
 
     def decode(self, data: bytes) -> Any:
         try:

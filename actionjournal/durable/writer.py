@@ -6,7 +6,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from actionjournal.durable.errors import JournalWriteError
+from actionjournal.durable.guards import RunBudget
 from actionjournal.durable.records import JournalRecord, Marker
+from actionjournal.durable.stats import JournalMetrics, appending
 
 
 class Appender(Protocol):
@@ -23,6 +25,8 @@ class RunWriter:
     epoch: int
     key_id: str
     seq: int
+    metrics: JournalMetrics | None = None  # appends are timed and counted here
+    budget: RunBudget | None = None  # the run's journal length guard
 
     def build(self, record_type: type[JournalRecord], **fields: Any) -> JournalRecord:
         return record_type(
@@ -35,9 +39,17 @@ class RunWriter:
         )
 
     def write(self, record: JournalRecord, context: str = "") -> Marker:
+        if self.budget is not None:
+            self.budget.take(record)
+        token = appending.set(self.metrics)
         try:
             return self.store.append(record)
         except JournalWriteError as exc:
+            if self.metrics is not None:
+                identity = getattr(self.store, "identity", None)
+                self.metrics.append_failed(getattr(identity, "backend", "unknown"))
             if not context:
                 raise
             raise JournalWriteError(f"{context}: {exc}") from exc
+        finally:
+            appending.reset(token)

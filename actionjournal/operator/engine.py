@@ -32,7 +32,7 @@ from actionjournal.durable.records import (
     UpgradeSkipped,
 )
 from actionjournal.durable.replay import KeyJournal, RecordedRun
-from actionjournal.durable.stats import CallCounts
+from actionjournal.durable.stats import JournalMetrics
 from actionjournal.operator.agent import Agent
 from actionjournal.operator.run import Run, RunEnv, RunResult
 
@@ -57,8 +57,10 @@ class AgentEngine:
     def __init__(self, agent: Agent, store: Any, config: JournalConfig | None = None) -> None:
         self.config = config or JournalConfig()
         self.store = store
-        self.counts = CallCounts()
-        self.env = RunEnv(agent, store, self.config, self.config.value_codec(), self.counts)
+        self.counts = JournalMetrics()  # this engine's own registry (docs/operations.md)
+        values = self.config.value_codec()
+        values.observer = self.counts  # payload guard hits
+        self.env = RunEnv(agent, store, self.config, values, self.counts)
         self._journals: dict[str, KeyJournal] = {}
         self._recovered: set[str] = set()
         self._audited: set[tuple[StoreIdentity, int]] = set()
@@ -120,9 +122,16 @@ class AgentEngine:
         earliest = self.store.earliest_position(key_id) if marker is not None else 0
         if marker is not None and marker.position + 1 < earliest:
             after = None  # records after the marker are gone: read what is left, then judge
+        started = time.perf_counter()
         records = self.store.read_key(self.config.namespace, self.agent.operator_uid, key_id, after)
         min_seq = state.pending[0].seq if state.pending else state.next_seq
         journal = KeyJournal.build(records, self.config.epoch, min_seq)
+        self.counts.recovered(
+            self.store.identity.backend,
+            time.perf_counter() - started,
+            len(records),
+            journal.records,
+        )
         if marker is not None:
             self._check_boundaries(key_id, marker, journal)
             if after is None and state.pending:

@@ -37,6 +37,7 @@ from pyflink.datastream.state import ValueStateDescriptor
 
 from actionjournal.durable.codec import RecordCodec
 from actionjournal.durable.errors import ConfigurationError
+from actionjournal.durable.stats import MetricGroupMirror
 from actionjournal.operator.agent import Agent
 from actionjournal.operator.config import AgentsConfig
 from actionjournal.operator.engine import AgentEngine, KeyState
@@ -126,6 +127,8 @@ class AgentFunction(KeyedProcessFunction):
         factory = self.store_factory or (lambda c: open_store(self.config.store, c))
         self.store = factory(codec)
         self.engine = AgentEngine(self.agent, self.store, self.config.journal)
+        # Calls are counted on worker threads; Flink counters are fed on this thread (sync).
+        self._metrics = MetricGroupMirror(self.engine.counts, runtime_context.get_metrics_group())
         self._loop = asyncio.new_event_loop()
         self._loop.set_default_executor(
             concurrent.futures.ThreadPoolExecutor(
@@ -174,6 +177,7 @@ class AgentFunction(KeyedProcessFunction):
                 self._start(key, key_id, state)
         if state.pending:
             self._arm(ctx)
+        self._metrics.sync()
 
     def _start(self, key: Any, key_id: str, state: KeyState) -> concurrent.futures.Future:
         run = self._runs.get(key_id)

@@ -20,6 +20,7 @@ import msgspec
 from actionjournal.durable.config import JournalConfig
 from actionjournal.durable.errors import CorruptRecordError, UnsupportedFormatError
 from actionjournal.durable.records import FORMAT_VERSION
+from actionjournal.durable.stats import JournalMetrics
 from actionjournal.operator.agent import Agent
 from actionjournal.operator.engine import AgentEngine, KeyState
 from actionjournal.operator.events import Event
@@ -66,6 +67,15 @@ class LocalRunner:
     @property
     def counts(self) -> dict[str, int]:
         return self.engine.counts.as_dict()
+
+    @property
+    def metrics(self) -> JournalMetrics:
+        """This runner's metrics (its own Prometheus registry); see docs/operations.md."""
+        return self.engine.counts
+
+    def serve_metrics(self, port: int = 0, addr: str = "127.0.0.1") -> int:
+        """Serve the metrics at ``http://addr:port/metrics`` (0: a free port); returns the port."""
+        return self.engine.counts.serve(port, addr)
 
     def submit(self, key: Any, value: Any) -> None:
         """Accept one input for ``key``; it runs after the key's earlier inputs."""

@@ -16,6 +16,7 @@ from typing import Any
 from actionjournal.durable.calls import ActionCalls
 from actionjournal.durable.config import JournalConfig
 from actionjournal.durable.errors import ActionFailedError
+from actionjournal.durable.guards import RunBudget, scope
 from actionjournal.durable.identity import action_id, event_fingerprint, event_id, input_digest
 from actionjournal.durable.records import (
     ActionCompleted,
@@ -25,7 +26,7 @@ from actionjournal.durable.records import (
     RunCompleted,
 )
 from actionjournal.durable.replay import RecordedAction, RecordedRun
-from actionjournal.durable.stats import CallCounts
+from actionjournal.durable.stats import JournalMetrics
 from actionjournal.durable.values import ValueCodec
 from actionjournal.durable.writer import RunWriter
 from actionjournal.operator.agent import ActionSpec, Agent
@@ -49,7 +50,7 @@ class RunEnv:
     store: Any  # ActionStateStore
     config: JournalConfig
     values: ValueCodec
-    counts: CallCounts
+    counts: JournalMetrics  # what the engine counts and times
 
 
 class Run:
@@ -68,8 +69,23 @@ class Run:
         self.seq = seq
         self.input_data = input_data
         self.recorded = recorded
+        config = env.config
+        budget = RunBudget(
+            config.run_records_warn,
+            config.max_run_records,
+            env.counts,
+            f"key id {key_id}, seq {seq}",
+            recorded.records,
+        )
         self.writer = RunWriter(
-            env.store, env.config.namespace, env.agent.operator_uid, env.config.epoch, key_id, seq
+            env.store,
+            config.namespace,
+            env.agent.operator_uid,
+            config.epoch,
+            key_id,
+            seq,
+            env.counts,
+            budget,
         )
         self.short_term = memory
         self.sensory: dict[str, Any] = {}
@@ -78,6 +94,10 @@ class Run:
         self._ordinals: Counter[tuple[str, str]] = Counter()
 
     async def execute(self) -> RunResult:
+        with scope(f"key {_short(self.key)} (key id {self.writer.key_id}), seq {self.seq}"):
+            return await self._execute_run()
+
+    async def _execute_run(self) -> RunResult:
         values = self.env.values
         input_event = InputEvent(None, id=event_id(f"input:{self.writer.key_id}", self.seq))
         input_event.attributes = {"input": values.decode(self.input_data)}
@@ -103,6 +123,9 @@ class Run:
                 RunCompleted, at=time.time(), input_digest=input_digest(self.input_data)
             )
             marker = await asyncio.to_thread(self.writer.write, record)
+            self.env.counts.run("completed")
+        else:
+            self.env.counts.run("replayed")
         return RunResult(self.outputs, self.short_term, marker)
 
     def _dispatch(self, event: Event, attributes: bytes) -> list[asyncio.Task[Any]]:
@@ -123,7 +146,7 @@ class Run:
         return tasks
 
     def _replay(self, completed: ActionCompleted) -> None:
-        self.env.counts.add("actions_replayed")
+        self.env.counts.action("replayed")
         for op in completed.memory_ops:
             target = self.short_term if op.scope == "short_term" else self.sensory
             apply_op(target, op, self.env.values)
@@ -132,6 +155,12 @@ class Run:
             self._queue.append((Event.rebuild(data.type, attributes, data.id), data.attributes))
 
     async def _execute(
+        self, spec: ActionSpec, event: Event, aid: str, recorded: RecordedAction
+    ) -> list[tuple[Event, bytes]]:
+        with scope(f"action {spec.name}"):  # this task's context: its threads inherit it
+            return await self._execute_action(spec, event, aid, recorded)
+
+    async def _execute_action(
         self, spec: ActionSpec, event: Event, aid: str, recorded: RecordedAction
     ) -> list[tuple[Event, bytes]]:
         env = self.env
@@ -180,5 +209,10 @@ class Run:
         await asyncio.to_thread(
             self.writer.write, record, f"action {spec.name} finished but was not journaled"
         )
-        env.counts.add("actions_executed")
+        env.counts.action("executed")
         return out
+
+
+def _short(key: Any, limit: int = 60) -> str:
+    text = repr(key)
+    return text if len(text) <= limit else text[: limit - 3] + "..."

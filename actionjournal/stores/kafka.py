@@ -70,6 +70,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 from actionjournal.durable.codec import FLAG_SIGNED, MAGIC, RecordCodec
 from actionjournal.durable.errors import JournalWriteError, RecordError, StoreError
 from actionjournal.durable.records import JournalRecord, Marker, StoreIdentity
+from actionjournal.durable.stats import note_append
 from actionjournal.stores.base import ActionStateStore
 from actionjournal.stores.kafka_config import KafkaStoreConfig
 
@@ -347,6 +348,7 @@ class KafkaActionStateStore(ActionStateStore):
         return int.from_bytes(digest, "big") % self.config.partitions
 
     def append(self, record: JournalRecord) -> Marker:
+        started = time.perf_counter()
         data = self.codec.encode(record)
         key = record.key_id.encode()
         partition = self.partition_of(record.key_id)
@@ -403,6 +405,7 @@ class KafkaActionStateStore(ActionStateStore):
                 f"Kafka did not acknowledge {what}, {len(data)} bytes: "
                 f"{_describe(delivery.error)}; {fate}. {_advice(delivery.error, self.config)}"
             )
+        note_append("kafka", len(data), started)
         return self.marker(record.key_id, delivery.offset, record.epoch)
 
     def _poll_reports(self) -> None:

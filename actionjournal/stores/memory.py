@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 
 from actionjournal.durable.codec import RecordCodec
 from actionjournal.durable.records import CONTROL_KEY, JournalRecord, Marker, StoreIdentity
+from actionjournal.durable.stats import note_append
 from actionjournal.stores.base import ActionStateStore
 
 
@@ -19,10 +21,12 @@ class MemoryStore(ActionStateStore):
         self._lock = threading.Lock()
 
     def append(self, record: JournalRecord) -> Marker:
+        started = time.perf_counter()
         data = self.codec.encode(record)
         with self._lock:
             self.entries.append((record.namespace, record.operator_uid, record.key_id, data))
             position = self.first_position + len(self.entries) - 1
+        note_append("memory", len(data), started)
         return self.marker(record.key_id, position, record.epoch)
 
     def read_key(

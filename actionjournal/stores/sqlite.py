@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 import uuid
 from pathlib import Path
 
 from actionjournal.durable.codec import RecordCodec
 from actionjournal.durable.errors import JournalWriteError, StoreError
 from actionjournal.durable.records import JournalRecord, Marker, StoreIdentity
+from actionjournal.durable.stats import note_append
 from actionjournal.stores.base import ActionStateStore
 
 _SCHEMA = """
@@ -54,6 +56,7 @@ class SqliteStore(ActionStateStore):
         self._lock = threading.Lock()
 
     def append(self, record: JournalRecord) -> Marker:
+        started = time.perf_counter()
         data = self.codec.encode(record)
         try:
             with self._lock:
@@ -67,6 +70,7 @@ class SqliteStore(ActionStateStore):
                 f"SQLite journal {self.path} did not commit a {type(record).__name__} for key "
                 f"{record.key_id} seq {record.seq}: {exc}; the record is not kept"
             ) from exc
+        note_append("sqlite", len(data), started)
         return self.marker(record.key_id, cursor.lastrowid or 0, record.epoch)
 
     def read_key(
