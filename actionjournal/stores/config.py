@@ -20,13 +20,27 @@ class SqliteStoreConfig(BaseModel):
     path: str = "actionjournal.db"
 
 
-StoreConfig = Annotated[SqliteStoreConfig | KafkaStoreConfig, Field(discriminator="backend")]
+class NoStoreConfig(BaseModel):
+    """No journal at all: durability off, every action re-runs after a failure (stores/none.py)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    backend: Literal["none"] = "none"
+
+
+StoreConfig = Annotated[
+    SqliteStoreConfig | KafkaStoreConfig | NoStoreConfig, Field(discriminator="backend")
+]
 
 
 def open_store(
-    config: SqliteStoreConfig | KafkaStoreConfig, codec: RecordCodec
+    config: SqliteStoreConfig | KafkaStoreConfig | NoStoreConfig, codec: RecordCodec
 ) -> ActionStateStore:
     """Open the configured store; client libraries are imported only for the chosen backend."""
+    if isinstance(config, NoStoreConfig):
+        from actionjournal.stores.none import NoStore
+
+        return NoStore(codec)
     if isinstance(config, SqliteStoreConfig):
         from actionjournal.stores.sqlite import SqliteStore
 

@@ -6,6 +6,7 @@ run" is answered by the called system, not by our own bookkeeping.
     POST /calls/<name>   body {"call_id": ..., "value": ...} -> {"value": ..., "n": <count>}
     GET  /calls/<call_id>  -> the stored response, or 404 if the call never arrived
     GET  /counts           -> {"<call_id>": count, ...}
+    POST /actions/<name>   counts one execution of action <name> (no body needed)
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ class CountingService:
         self.delay = delay
         self.counts: dict[str, int] = {}
         self.responses: dict[str, Any] = {}
+        self.actions: dict[str, int] = {}
+        """Executions of actions by name, reported by ``POST /actions/<name>``."""
         self._lock = threading.Lock()
         self._in_flight = 0
         self._gates: dict[str, threading.Event] = {}
@@ -63,6 +66,19 @@ class CountingService:
         """(arrival, answer) monotonic times of every executed call, for benchmarks."""
         with self._lock:
             return list(self._spans)
+
+    def calls_by_name(self) -> dict[str, int]:
+        """Executions per call name (the ``<name>`` of ``POST /calls/<name>``)."""
+        with self._lock:
+            by_name: dict[str, int] = {}
+            for call_id, n in self.counts.items():
+                name = self.responses[call_id]["name"]
+                by_name[name] = by_name.get(name, 0) + n
+            return by_name
+
+    def actions_by_name(self) -> dict[str, int]:
+        with self._lock:
+            return dict(self.actions)
 
     def hold(self, name: str) -> None:
         """Make calls to ``name`` wait (in flight, unanswered) until :meth:`release`."""
@@ -126,6 +142,11 @@ class CountingService:
                 raw = self.rfile.read(length)
                 if len(raw) < length:  # the client died mid-request: nothing was executed
                     return
+                if self.path.startswith("/actions/"):
+                    name = self.path.rsplit("/", 1)[-1]
+                    with service._lock:
+                        service.actions[name] = service.actions.get(name, 0) + 1
+                    return self._reply(200, {"name": name})
                 body = json.loads(raw or b"{}")
                 call_id = body.get("call_id")
                 if not call_id:

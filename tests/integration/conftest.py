@@ -63,3 +63,9 @@ def private_broker() -> Iterator[KafkaBroker]:
     """A broker of this test alone, to kill and restart."""
     with KafkaBroker() as broker:
         yield broker
+
+
+@pytest.fixture(scope="session")
+def aj_kafka_bootstrap(kafka_bootstrap: str) -> str:
+    """The harness plugin's broker (``aj_kafka``) is this suite's broker: one per session."""
+    return kafka_bootstrap

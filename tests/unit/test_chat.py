@@ -33,7 +33,7 @@ from actionjournal.chat import (
     OpenAIChat,
     StructuredOutputError,
 )
-from actionjournal.durable.errors import ConfigurationError
+from actionjournal.durable.errors import ConfigurationError, DivergenceError
 from actionjournal.stores import SqliteStore
 from actionjournal.testing.model_server import ModelServer
 
@@ -272,3 +272,19 @@ def test_connections_pickle_without_their_client_and_validate_settings():
     with pytest.raises(ConfigurationError, match="timeout"):
         OllamaChat(endpoint="x", model="m", timeout=0)
     assert ChatResponse(call_id="c", name="n", model="m", content="{}")
+
+
+def test_a_changed_prompt_is_a_divergence_not_a_replay(tmp_path):
+    class Reworded(TwoQuestions):
+        @action(InputEvent)
+        def ask(self, event, ctx):
+            ctx.chat("judge", f"how, really, is {event.input}?", schema=Mood)
+
+    store = SqliteStore(tmp_path / "j.db")
+    with ModelServer() as server:
+        with pytest.raises(ActionFailedError, match="injected failure"):
+            run(TwoQuestions(server.url, fail_between=True), store, [("k", "tea")])
+        with pytest.raises(ActionFailedError) as failed:
+            run(Reworded(server.url), store, [("k", "tea")])
+        assert isinstance(failed.value.__cause__, DivergenceError)
+        assert server.count() == 1

@@ -1,128 +1,115 @@
-"""Upgrade mode skips an old journal explicitly; cleanup boundaries refuse stale state."""
+"""Upgrade mode skips an old journal explicitly; cleanup boundaries refuse stale state.
+
+Written with the restore-scenario harness on SQLite (in-process steps): calls
+and action executions are counted by the scenario's HTTP service.
+"""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import sqlite3
 import time
 
 import pytest
 
-from actionjournal import Agent, InputEvent, JournalConfig, LocalRunner, OutputEvent, action
+from actionjournal import Agent, InputEvent, JournalConfig, OutputEvent, action
 from actionjournal.durable.errors import CleanupBoundaryError, MarkerMismatchError
-from actionjournal.durable.records import CONTROL_KEY, CleanupBoundary, UpgradeSkipped
-from actionjournal.stores import SqliteStore
-
-CALLS: list[object] = []
-
-
-def work(value):
-    CALLS.append(value)
-    return value
+from actionjournal.durable.records import CONTROL_KEY, CleanupBoundary
+from actionjournal.testing.harness import RestoreMode, call_service
 
 
 class Worker(Agent):
     uid = "worker"
 
+    def __init__(self, url: str) -> None:
+        self.url = url
+
     @action(InputEvent)
     def handle(self, event, ctx):
-        ctx.send_event(OutputEvent(ctx.durable_execute(work, event.input)))
-
-
-@pytest.fixture(autouse=True)
-def _reset():
-    CALLS.clear()
-
-
-def run(store, inputs, config=None, snapshot=None, save=None):
-    async def go():
-        if snapshot is not None:
-            runner = LocalRunner.restore(snapshot, Worker(), store, config)
-            runner.resume()
-        else:
-            runner = LocalRunner(Worker(), store, config)
-        await runner.run(inputs)
-        if save is not None:
-            runner.snapshot(save)
-        return runner
-
-    return asyncio.run(go())
-
-
-def audit_records(store):
-    return [
-        r
-        for r in store.read_key("default", "worker", CONTROL_KEY, None)
-        if isinstance(r, UpgradeSkipped)
-    ]
-
-
-def test_same_store_new_epoch_skips_the_old_journal_and_later_failures_reuse_the_new(
-    tmp_path, caplog
-):
-    store = SqliteStore(tmp_path / "j.db")
-    old = tmp_path / "old-savepoint"
-    run(store, [("a", 1), ("b", 2)], save=old)
-    run(store, [("a", 1), ("b", 2), ("a", 3)])  # old code went on after its savepoint
-    assert CALLS == [1, 2, 3]
-
-    upgrade = JournalConfig(epoch=1, upgrade="fresh")
-    with caplog.at_level(logging.WARNING):
-        run(store, [("a", 1), ("b", 2), ("a", 3)], upgrade, snapshot=old)
-    assert CALLS == [1, 2, 3, 3]  # the old journal of input 3 is not replayed: it re-runs
-    assert sum("upgrade mode" in r.message for r in caplog.records) == 1
-    assert len(audit_records(store)) == 1
-
-    # A failure before the first new checkpoint: the old savepoint is restored again.
-    run(store, [("a", 1), ("b", 2), ("a", 3)], upgrade, snapshot=old)
-    assert CALLS == [1, 2, 3, 3], "the new epoch's finished call ran again"
-
-
-def test_new_store_in_upgrade_mode_starts_a_new_journal(tmp_path):
-    old = tmp_path / "old-savepoint"
-    run(SqliteStore(tmp_path / "old.db"), [("a", 1)], save=old)
-    new_store = SqliteStore(tmp_path / "new.db")
-    with pytest.raises(MarkerMismatchError, match=r"journal.upgrade='fresh'"):
-        run(new_store, [("a", 1), ("a", 2)], snapshot=old)
-    run(new_store, [("a", 1), ("a", 2)], JournalConfig(upgrade="fresh"), snapshot=old)
-    run(new_store, [("a", 1), ("a", 2)], JournalConfig(upgrade="fresh"), snapshot=old)
-    assert CALLS == [1, 2]
-    audits = audit_records(new_store)  # one per restore that skipped the old journal
-    assert len(audits) == 2
-    assert all(a.old_name.endswith("old.db") and "configured store" in a.reason for a in audits)
-
-
-def test_leaving_upgrade_mode_on_afterwards_is_harmless(tmp_path):
-    store = SqliteStore(tmp_path / "j.db")
-    old, new = tmp_path / "old", tmp_path / "new"
-    run(store, [("a", 1)], save=old)
-    upgrade = JournalConfig(epoch=1, upgrade="fresh")
-    run(store, [("a", 1), ("a", 2)], upgrade, snapshot=old, save=new)
-    run(store, [("a", 1), ("a", 2), ("a", 3)], upgrade, snapshot=new)
-    run(store, [("a", 1), ("a", 2), ("a", 3)], upgrade, snapshot=new)
-    assert CALLS == [1, 2, 3]
-    assert len(audit_records(store)) == 1  # only the real upgrade was audited
-
-
-def test_state_from_a_newer_epoch_is_refused(tmp_path):
-    store = SqliteStore(tmp_path / "j.db")
-    run(store, [("a", 1)], JournalConfig(epoch=2), save=tmp_path / "snap")
-    with pytest.raises(MarkerMismatchError, match="newer than journal.epoch=1"):
-        run(
-            store,
-            [("a", 1), ("a", 2)],
-            JournalConfig(epoch=1, upgrade="fresh"),
-            snapshot=tmp_path / "snap",
+        ctx.send_event(
+            OutputEvent(ctx.durable_execute(call_service, self.url, "work", event.input))
         )
 
 
-def test_restoring_state_older_than_a_cleanup_boundary_fails_loudly(tmp_path):
-    store = SqliteStore(tmp_path / "j.db")
-    old = tmp_path / "old"
-    run(store, [("a", 1)], save=old)
-    run(store, [("a", 1), ("a", 2)])
-    db = sqlite3.connect(tmp_path / "j.db")
+@pytest.fixture
+def scenario(restore_scenario, aj_sqlite):
+    return restore_scenario(Worker, aj_sqlite)
+
+
+def upgrade_lines(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records if "upgrade mode" in r.getMessage()]
+
+
+def test_same_store_new_epoch_skips_the_old_journal_and_later_failures_reuse_the_new(
+    scenario, caplog
+):
+    scenario.run([("a", 1), ("b", 2)])
+    old = scenario.checkpoint()
+    scenario.run([("a", 3)])  # old code went on after its savepoint
+    scenario.abandon()
+
+    with caplog.at_level(logging.WARNING):
+        step = scenario.restore(old, RestoreMode.UPGRADE_SAME)
+    assert scenario.config.epoch == 1 and scenario.config.upgrade == "fresh"
+    assert step.calls == {"work": 1}  # the old journal of input 3 is not replayed: it re-runs
+    assert len(upgrade_lines(caplog)) == 1
+    assert len(scenario.audit_records()) == 1
+
+    # A failure before the first new checkpoint: the old savepoint is restored again.
+    scenario.abandon()
+    assert scenario.restore(old).calls == {}, "the new epoch's finished call ran again"
+    assert scenario.calls() == {"work": 4}
+
+
+def test_new_store_in_upgrade_mode_starts_a_new_journal(scenario):
+    scenario.run([("a", 1)])
+    old = scenario.checkpoint()
+    old_journal = scenario.journal
+    scenario.abandon()
+    with pytest.raises(MarkerMismatchError, match=r"journal.upgrade='fresh'"):
+        scenario.restore(old, RestoreMode.NEW, inputs=[("a", 2)])
+    step = scenario.restore(old, RestoreMode.UPGRADE_NEW)
+    assert step.calls == {"work": 1}
+    scenario.abandon()
+    assert scenario.restore(old).calls == {}
+    assert scenario.calls() == {"work": 2}
+    audits = scenario.audit_records()  # one per restore that skipped the old journal
+    assert len(audits) == 2
+    assert all(a.old_name.endswith(old_journal) and "configured store" in a.reason for a in audits)
+
+
+def test_leaving_upgrade_mode_on_afterwards_is_harmless(scenario):
+    scenario.run([("a", 1)])
+    old = scenario.checkpoint()
+    scenario.abandon()
+    scenario.restore(old, RestoreMode.UPGRADE_SAME, inputs=[("a", 2)])
+    new = scenario.checkpoint()
+    scenario.run([("a", 3)])
+    scenario.abandon()
+    assert scenario.config.upgrade == "fresh"
+    assert scenario.restore(new).calls == {}
+    scenario.abandon()
+    assert scenario.restore(new).calls == {}
+    assert scenario.calls() == {"work": 3}
+    assert len(scenario.audit_records()) == 1  # only the real upgrade was audited
+
+
+def test_state_from_a_newer_epoch_is_refused(restore_scenario, aj_sqlite):
+    scenario = restore_scenario(Worker, aj_sqlite, config=JournalConfig(epoch=2))
+    scenario.run([("a", 1)])
+    snap = scenario.checkpoint()
+    scenario.abandon()
+    with pytest.raises(MarkerMismatchError, match="newer than journal.epoch=1"):
+        scenario.restore(snap, config=JournalConfig(epoch=1, upgrade="fresh"), inputs=[("a", 2)])
+
+
+def test_restoring_state_older_than_a_cleanup_boundary_fails_loudly(scenario, aj_sqlite):
+    scenario.run([("a", 1)])
+    old = scenario.checkpoint()
+    scenario.run([("a", 2)])
+    scenario.abandon()
+    path = aj_sqlite.path(scenario.journal)
+    db = sqlite3.connect(path)
     (last,) = db.execute("SELECT MAX(pos) FROM journal").fetchone()
     boundary = CleanupBoundary(
         namespace="default",
@@ -134,9 +121,11 @@ def test_restoring_state_older_than_a_cleanup_boundary_fails_loudly(tmp_path):
         position=last + 1,
         at=time.time(),
     )
+    store = aj_sqlite.open(scenario.journal, scenario.config.record_codec())
     store.append(boundary)
+    store.close()
     with db:
         db.execute("DELETE FROM journal WHERE pos <= ?", (last,))
     with pytest.raises(CleanupBoundaryError, match=r"position \d+, but cleanup deleted"):
-        run(store, [("a", 1), ("a", 2)], snapshot=old)
-    assert CALLS == [1, 2], "an action was silently re-run"
+        scenario.restore(old)
+    assert scenario.calls() == {"work": 2}, "an action was silently re-run"
