@@ -88,6 +88,14 @@ ABOUT: dict[str, About] = {
         "DBOS Transact on PostgreSQL, the same measurement as in `peer.dbos.step.sqlite`",
         "ratio<",
     ),
+    "examples.parallel.wall": About(
+        "median seconds per review of example 1 (parallel sentiment: two branch chat calls, "
+        "then one aggregation call) on the local runner, SQLite journal, against the local "
+        "test model server over HTTP (branches 0.4 s and 0.3 s, aggregation 0.3 s)",
+        "the configured latency of the slowest branch plus the aggregation: a perfectly "
+        "parallel run without journaling",
+        "ratio<=",
+    ),
 }
 
 INTRO = """\

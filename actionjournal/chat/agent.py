@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import ClassVar
 
 from actionjournal.chat.calls import chat_response_async, parse
 from actionjournal.chat.events import ChatRequestEvent, ChatResponseEvent
@@ -20,7 +19,7 @@ class ChatAgent(Agent):
     ``ctx.chat(...)`` works in its actions too (any agent with ``chat_models`` can use it).
     """
 
-    chat_models: ClassVar[Mapping[str, ChatModel]] = {}
+    chat_models: Mapping[str, ChatModel] = {}
 
     @action(ChatRequestEvent)
     async def chat_request(self, event: ChatRequestEvent, ctx: RunnerContext) -> None:

@@ -9,7 +9,6 @@ schema (not the prompt) lets the recorded reply validate without asking the mode
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 from collections.abc import Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -159,4 +158,4 @@ def _refuse_on_loop() -> None:
 def _errors(exc: ValidationError) -> str:
     return "; ".join(
         f"{'.'.join(map(str, e['loc'])) or '<root>'}: {e['msg']}" for e in exc.errors()
-    ) or json.dumps(str(exc))
+    )

@@ -53,10 +53,10 @@ class ChatModelConfig(BaseModel):
     ``endpoint`` is the server root (``http://127.0.0.1:11434`` for Ollama; for an
     OpenAI-compatible server either the root or the ``.../v1`` base URL). ``timeout`` is
     the longest wait, in seconds, to connect and for the answer. ``retries`` are extra
-    attempts when the server was not reached or answered 429/5xx (a model request has no
-    side effects, so repeating it is safe). ``options`` go into the request as the
-    protocol expects them (Ollama ``options``; top-level fields such as ``temperature``
-    for OpenAI).
+    attempts when the server was not reached, the connection broke, or it answered 429/5xx
+    (a model request has no side effects, so repeating it is safe). ``options`` go into
+    the request as the protocol expects them (Ollama ``options``; top-level fields such
+    as ``temperature`` for OpenAI).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -102,15 +102,14 @@ class ChatModel:
     protocol: ClassVar[str] = ""
 
     def __init__(self, config: ChatModelConfig | None = None, **settings: Any) -> None:
-        if config is None:
+        if config is None or settings:
+            merged = {**(config.model_dump() if config else {}), **settings}
             try:
-                config = ChatModelConfig(**settings)
+                config = ChatModelConfig(**merged)
             except ValidationError as exc:
                 raise ConfigurationError(
                     f"{type(self).__name__} settings are invalid: {exc}"
                 ) from None
-        elif settings:
-            config = config.model_copy(update=settings)
         self.config = config
         self._client: httpx.Client | None = None
         self._lock = threading.Lock()
