@@ -23,7 +23,9 @@ class ChatRequestEvent(Event):
     """Ask chat model ``model`` (a name in the agent's ``chat_models``).
 
     ``request_id`` comes back on the :class:`ChatResponseEvent` so a handler can tell
-    responses apart; without one, the response carries this event's id.
+    responses apart; without one, the response carries this event's id. The agent must
+    be a :class:`~actionjournal.chat.ChatAgent` (whose built-in action answers it), or
+    have its own action listening on it: an event nobody listens on goes nowhere.
     """
 
     TYPE = "chat_request"
