@@ -162,6 +162,10 @@ class AgentEngine:
         marker = state.marker
         if marker is None:
             return None
+        if self.store.identity.backend == "none":
+            # NoStore (durability off) has no journal to validate the marker against:
+            # it is ignored and the key's actions run again (docs/upgrade.md).
+            return None
         if marker.format_version > FORMAT_VERSION:
             raise UnsupportedFormatError(
                 f"recovery marker of key {key_id} has format version {marker.format_version}, "
