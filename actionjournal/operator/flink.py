@@ -46,6 +46,7 @@ from actionjournal.stores.base import ActionStateStore
 from actionjournal.stores.config import open_store
 
 END_OF_TIME = 2**63 - 1  # an event-time timer here fires when a bounded input ends
+MAX_POLL_MS = 100
 StoreFactory = Callable[[RecordCodec], ActionStateStore]
 
 
@@ -140,6 +141,7 @@ class AgentFunction(KeyedProcessFunction):
         )
         self._thread.start()
         self._runs: dict[str, concurrent.futures.Future[RunResult]] = {}
+        self._polls: dict[str, int] = {}  # polls since the key's current run started
 
     def close(self) -> None:
         self._loop.call_soon_threadsafe(self._loop.stop)
@@ -152,17 +154,23 @@ class AgentFunction(KeyedProcessFunction):
     def process_element(self, value: Any, ctx: KeyedProcessFunction.Context) -> Iterator[Any]:
         key = ctx.get_current_key()
         key_id = self.engine.key_id(key)
+        idle = key_id not in self._runs
         state = self.engine.accept(self._load(), value)
         self._save(state)
-        self._start(key, key_id, state)
-        self._arm(ctx)
+        if idle:  # a busy key is already being polled; its next input starts from on_timer
+            self._start(key, key_id, state)
+            self._arm(ctx, key_id)
         return iter(())
 
     def on_timer(self, timestamp: int, ctx: KeyedProcessFunction.OnTimerContext) -> Iterator[Any]:
         key = ctx.get_current_key()
         key_id = self.engine.key_id(key)
-        state = self._load()
         drain = timestamp == END_OF_TIME
+        run = self._runs.get(key_id)
+        if run is not None and not run.done() and not drain:
+            self._arm(ctx, key_id)  # still running: look again later, without touching state
+            return
+        state = self._load()
         while state.pending:
             run = self._start(key, key_id, state)  # after a restore: resumes through replay
             if not drain and not run.done():
@@ -176,21 +184,28 @@ class AgentFunction(KeyedProcessFunction):
             if state.pending:
                 self._start(key, key_id, state)
         if state.pending:
-            self._arm(ctx)
+            self._arm(ctx, key_id)
         self._metrics.sync()
 
     def _start(self, key: Any, key_id: str, state: KeyState) -> concurrent.futures.Future:
         run = self._runs.get(key_id)
         if run is None:
+            self._polls[key_id] = 0
             coroutine = self.engine.run_next(key, key_id, state)
             run = self._runs[key_id] = asyncio.run_coroutine_threadsafe(coroutine, self._loop)
         return run
 
-    def _arm(self, ctx: Any) -> None:
+    def _arm(self, ctx: Any, key_id: str) -> None:
+        """Look for the key's finished run later: soon at first, then less often.
+
+        Every poll of every key costs the worker a timer callback; backing off keeps
+        thousands of slow runs from starving the processing thread.
+        """
+        polls = self._polls.get(key_id, 0)
+        self._polls[key_id] = polls + 1
+        delay = min(self.config.poll_interval_ms * 1.5**polls, MAX_POLL_MS)
         timers = ctx.timer_service()
-        timers.register_processing_time_timer(
-            timers.current_processing_time() + self.config.poll_interval_ms
-        )
+        timers.register_processing_time_timer(timers.current_processing_time() + int(delay))
         timers.register_event_time_timer(END_OF_TIME)
 
     def _load(self) -> KeyState:
