@@ -170,11 +170,32 @@ def bench_peer(ctx: BenchContext) -> list[dict]:
         + ", ".join(f"ours {s} {per_step_us(s):.0f} us" for s in ("sqlite", "kafka") if s in sides)
         + f" (plain workflow {plain * 1e6:.1f} us)"
     )
-    return [
+    note = f"DBOS Transact {_version('dbos')}, {_postgres_version(pg_url)}; {STEPS} steps"
+    results = [
         entry(f"peer.dbos.step.{s}", "us/step", per_step_us(s), dbos, TARGET)
         for s in ("sqlite", "kafka")
         if s in sides
-    ] + missing
+    ]
+    for r in results:
+        r["note"] = note
+    return results + missing
+
+
+def _version(package: str) -> str:
+    from importlib.metadata import version
+
+    return version(package)
+
+
+def _postgres_version(url: str) -> str:
+    import psycopg
+
+    try:
+        with psycopg.connect(url) as conn:
+            (text,) = conn.execute("SHOW server_version").fetchone()
+        return f"PostgreSQL {text.split()[0]}"
+    except Exception as exc:  # the figures stand without it
+        return f"PostgreSQL (version unknown: {exc})"
 
 
 BENCHMARKS = {"peer.dbos.step": bench_peer}

@@ -184,6 +184,8 @@ def render(doc: dict) -> str:
             lines.append(f"- baseline: {about.baseline}")
             if "error" not in r:
                 lines.append(f"- target: {about.target_text(r)}")
+        if r.get("note"):
+            lines.append(f"- measured with: {r['note']}")
         lines.append(f"- reproduce: `make bench BENCH={r['name']}`\n")
     missing = sorted(set(ABOUT) - {r["name"] for r in entries})
     if missing:
