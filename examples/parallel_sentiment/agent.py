@@ -80,17 +80,17 @@ class ParallelSentiment(ChatAgent):
         self.chat_models = chat_models
 
     @action(InputEvent)
-    def receive(self, event: InputEvent, ctx: RunnerContext) -> None:
+    async def receive(self, event: InputEvent, ctx: RunnerContext) -> None:
         ctx.sensory_memory.set("review", event.input)
         ctx.send_event(Event("review_received", {"review": event.input}))
 
     # Two actions on the same event: their requests go out together.
     @action("review_received")
-    def judge_taste(self, event: Event, ctx: RunnerContext) -> None:
+    async def judge_taste(self, event: Event, ctx: RunnerContext) -> None:
         ctx.send_event(judge_request("taste", event.attributes["review"]))
 
     @action("review_received")
-    def judge_service(self, event: Event, ctx: RunnerContext) -> None:
+    async def judge_service(self, event: Event, ctx: RunnerContext) -> None:
         ctx.send_event(judge_request("service", event.attributes["review"]))
 
     @action(ChatResponseEvent)
