@@ -3,8 +3,29 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
 from actionjournal.durable.records import JournalRecord, Marker, StoreIdentity
+
+Progress = Callable[[int, int], None]
+"""``progress(done, total)``: positions (or rows) handled so far of a scan or a deletion."""
+
+
+@dataclass(frozen=True, slots=True)
+class ScannedRecord:
+    """One record met by :meth:`ActionStateStore.scan`, with its position and encoded size.
+
+    ``record`` is ``None`` for a record of another namespace or operator (asked for with
+    ``foreign=True``): it is recognised from its header and never decoded.
+    """
+
+    position: int
+    size: int
+    namespace: str
+    operator_uid: str
+    record: JournalRecord | None
+    signed: bool = False  # the record carries an HMAC (the journal is signed)
 
 
 class ActionStateStore(ABC):
@@ -14,9 +35,19 @@ class ActionStateStore(ABC):
     and raises :class:`~actionjournal.durable.errors.JournalWriteError` otherwise:
     a caller never believes a record is kept when it is not. Stores are used from
     several threads at once.
+
+    The second half of the contract (``partitions`` .. ``delete_below``) serves the
+    operator tools (``actionjournal journal inspect``, ``actionjournal cleanup``), not
+    jobs. A backend without it raises :class:`NotImplementedError` and the tools say
+    so; see docs/operations.md for what each method must guarantee.
     """
 
     identity: StoreIdentity
+
+    shared_deletes: bool = False
+    """True when :meth:`delete_below` removes the records of *every* namespace below the
+    position (Kafka ``delete_records``), so a cleanup plan must stop at the first record
+    of another namespace or operator. False when it removes only the given namespace's."""
 
     @abstractmethod
     def append(self, record: JournalRecord) -> Marker:
@@ -45,3 +76,60 @@ class ActionStateStore(ABC):
 
     def close(self) -> None:  # noqa: B027 - optional for stores without resources
         """Release connections; the journal stays."""
+
+    # -- operator tools: inspect and cleanup ------------------------------------------------
+
+    def partitions(self) -> list[int]:
+        """The partitions (buckets) of the journal; a single-range store has ``[0]``."""
+        return [0]
+
+    def position_range(self, partition: int) -> tuple[int, int]:
+        """``(low, high)``: the first retained position of ``partition`` and the end
+        (exclusive) of what was written so far. Positions in between may be gaps."""
+        raise NotImplementedError(f"{type(self).__name__} does not support the operator tools")
+
+    def scan(
+        self,
+        partition: int,
+        namespace: str,
+        operator_uid: str | None = None,
+        *,
+        start: int | None = None,
+        end: int | None = None,
+        foreign: bool = False,
+        progress: Progress | None = None,
+    ) -> Iterator[ScannedRecord]:
+        """Records of ``partition`` in ``[start, end)`` (default: the whole retained range
+        captured when the scan begins), in position order.
+
+        Only records of ``namespace`` (and ``operator_uid`` when given) are decoded and
+        yielded; with ``foreign=True`` the others are yielded too, undecoded. Control
+        records (key id ``CONTROL_KEY``) are included. ``progress`` is called now and then.
+        """
+        raise NotImplementedError(f"{type(self).__name__} does not support the operator tools")
+
+    def append_control(self, record: JournalRecord, partition: int) -> Marker:
+        """Append a control record (key id ``CONTROL_KEY``) into a chosen partition.
+
+        A cleanup boundary of partition ``p`` must live in ``p`` itself, after the
+        boundary, where every key of ``p`` reads it on recovery.
+        """
+        if partition not in self.partitions():
+            raise ValueError(f"no partition {partition} in {self.identity.name}")
+        return self.append(record)
+
+    def delete_below(
+        self,
+        namespace: str,
+        operator_uid: str,
+        partition: int,
+        position: int,
+        progress: Progress | None = None,
+    ) -> int | None:
+        """Delete the records of ``partition`` below ``position``; returns how many, if known.
+
+        Removes only ``namespace``/``operator_uid``'s records unless ``shared_deletes``
+        says the backend cannot (then every namespace's records below ``position`` go).
+        Never touches ``position`` or anything above it, so writers may keep appending.
+        """
+        raise NotImplementedError(f"{type(self).__name__} does not support cleanup")

@@ -69,9 +69,9 @@ from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from actionjournal.durable.codec import FLAG_SIGNED, MAGIC, RecordCodec
 from actionjournal.durable.errors import JournalWriteError, RecordError, StoreError
-from actionjournal.durable.records import JournalRecord, Marker, StoreIdentity
+from actionjournal.durable.records import CONTROL_KEY, JournalRecord, Marker, StoreIdentity
 from actionjournal.durable.stats import note_append
-from actionjournal.stores.base import ActionStateStore
+from actionjournal.stores.base import ActionStateStore, Progress, ScannedRecord
 from actionjournal.stores.kafka_config import KafkaStoreConfig
 
 __all__ = ["KafkaActionStateStore", "KafkaStoreConfig"]
@@ -240,6 +240,8 @@ class _Span:
         return added
 
     def take(self, key_id: str) -> list[tuple[int, bytes]]:
+        if key_id == CONTROL_KEY:  # control records are for every key: never handed out
+            return []
         self.served.add(key_id)
         entries = self.keys.pop(key_id, [])
         self.size -= _cost(entries)
@@ -262,6 +264,18 @@ class _Described:
         )
 
 
+def _with_control(
+    entries: list[tuple[int, bytes]], found: dict[str, list[tuple[int, bytes]]], key_id: str
+) -> list[tuple[int, bytes]]:
+    """A key's entries with its partition's control records among them, in offset order."""
+    control = found.get(CONTROL_KEY)
+    if not control:
+        return entries
+    if key_id == CONTROL_KEY:
+        return list(control)
+    return sorted(entries + control, key=lambda entry: entry[0])
+
+
 def _cost(entries: list[tuple[int, bytes]]) -> int:
     return sum([len(data) for _, data in entries]) + _ENTRY_OVERHEAD * len(entries)
 
@@ -278,6 +292,7 @@ class KafkaActionStateStore(ActionStateStore):
             "client.id": "actionjournal",
             **config.client_config,
         }
+        self._common = common
         self._admin = AdminClient(common)
         try:
             topic_id, topic_limit = self._prepare_topic()
@@ -347,11 +362,11 @@ class KafkaActionStateStore(ActionStateStore):
         digest = hashlib.blake2b(key_id.encode(), digest_size=8).digest()
         return int.from_bytes(digest, "big") % self.config.partitions
 
-    def append(self, record: JournalRecord) -> Marker:
+    def append(self, record: JournalRecord, _partition: int | None = None) -> Marker:
         started = time.perf_counter()
         data = self.codec.encode(record)
         key = record.key_id.encode()
-        partition = self.partition_of(record.key_id)
+        partition = self.partition_of(record.key_id) if _partition is None else _partition
         what = _Described(record, self.topic, partition)  # formatted only into errors
         if self._closed:
             raise JournalWriteError(f"cannot append {what}: the Kafka store was closed")
@@ -406,7 +421,7 @@ class KafkaActionStateStore(ActionStateStore):
                 f"{_describe(delivery.error)}; {fate}. {_advice(delivery.error, self.config)}"
             )
         note_append("kafka", len(data), started)
-        return self.marker(record.key_id, delivery.offset, record.epoch)
+        return Marker(self.identity, record.epoch, partition, delivery.offset)
 
     def _poll_reports(self) -> None:
         while not self._stop.wait(0.1):
@@ -444,9 +459,8 @@ class KafkaActionStateStore(ActionStateStore):
             slot = (partition, namespace, operator_uid)
             span = self._spans.get(slot)
             if self.config.recovery_cache_bytes == 0 or (span and key_id in span.served):
-                entries = self._scan(partition, start, high, namespace, operator_uid).get(
-                    key_id, []
-                )
+                found = self._scan(partition, start, high, namespace, operator_uid)
+                entries = _with_control(found.get(key_id, []), found, key_id)
             else:
                 if span is None:
                     span = self._spans[slot] = _Span(start, start)
@@ -458,7 +472,7 @@ class KafkaActionStateStore(ActionStateStore):
                     found = self._scan(partition, span.end, high, namespace, operator_uid)
                     span.add(found, before=False)
                     span.end = high
-                entries = span.take(key_id)
+                entries = _with_control(span.take(key_id), span.keys, key_id)
                 if sum(s.size for s in self._spans.values()) > self.config.recovery_cache_bytes:
                     # Over budget: drop everything; keys not yet recovered read their
                     # partition again (correct, only slower).
@@ -476,6 +490,204 @@ class KafkaActionStateStore(ActionStateStore):
     def earliest_position(self, key_id: str) -> int:
         with self._read_lock:
             return self._watermarks(self.partition_of(key_id))[0]
+
+    # -- operator tools: inspect and cleanup ----------------------------------------------
+
+    shared_deletes = True  # delete_records cuts a partition for every namespace at once
+
+    @classmethod
+    def open_existing(
+        cls,
+        bootstrap_servers: str,
+        topic: str,
+        client_config: dict[str, str] | None = None,
+        codec: RecordCodec | None = None,
+        admin_timeout_s: float = 30.0,
+    ) -> KafkaActionStateStore:
+        """Open an existing journal topic with whatever partition count it has; never creates.
+
+        For the operator tools, which are told a topic, not how it was configured.
+        """
+        settings = {
+            "bootstrap.servers": bootstrap_servers,
+            "client.id": "actionjournal-tools",
+            **(client_config or {}),
+        }
+        admin = AdminClient(settings)
+        try:
+            futures = admin.describe_topics(
+                TopicCollection([topic]), request_timeout=admin_timeout_s
+            )
+            description = futures[topic].result()
+        except KafkaException as exc:
+            error = exc.args[0]
+            if error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                raise StoreError(
+                    f"Kafka topic {topic!r} does not exist on {bootstrap_servers}"
+                ) from None
+            raise StoreError(
+                f"cannot describe Kafka topic {topic!r} on {bootstrap_servers}: "
+                f"{_describe(error)}; check the address and client settings"
+            ) from exc
+        finally:
+            admin.poll(0)
+            del admin
+        config = KafkaStoreConfig(
+            bootstrap_servers=bootstrap_servers,
+            topic=topic,
+            partitions=len(description.partitions),
+            create_topic=False,
+            client_config=client_config or {},
+            admin_timeout_s=admin_timeout_s,
+            recovery_cache_bytes=0,
+        )
+        return cls(config, codec)
+
+    def partitions(self) -> list[int]:
+        return list(range(self.config.partitions))
+
+    def position_range(self, partition: int) -> tuple[int, int]:
+        with self._read_lock:
+            return self._watermarks(partition)
+
+    def scan(
+        self,
+        partition: int,
+        namespace: str,
+        operator_uid: str | None = None,
+        *,
+        start: int | None = None,
+        end: int | None = None,
+        foreign: bool = False,
+        progress: Progress | None = None,
+    ) -> Iterator[ScannedRecord]:
+        low, high = self.position_range(partition)
+        start = low if start is None else max(start, low)
+        end = high if end is None else min(end, high)
+        if start >= end:
+            return
+        # A consumer of its own: the caller may take its time between records.
+        consumer = Consumer(
+            {
+                **self._common,
+                "group.id": f"actionjournal-scan-{self.topic}",
+                "enable.auto.commit": False,
+                "enable.auto.offset.store": False,
+                "enable.partition.eof": True,
+                "auto.offset.reset": "error",
+                "logger": _client_log,
+            }
+        )
+        where = f"topic {self.topic} partition {partition} offsets {start}..{end - 1}"
+        decode, decode_head = self.codec.decode, _head_decoder.decode
+        try:
+            consumer.assign([TopicPartition(self.topic, partition, start)])
+            position = start
+            stalled_since = time.monotonic()
+            while position < end:
+                messages = consumer.consume(min(end - position, _READ_BATCH), timeout=1.0)
+                if not messages:
+                    if time.monotonic() - stalled_since > self.config.admin_timeout_s:
+                        raise StoreError(
+                            f"reading {where} made no progress for "
+                            f"{self.config.admin_timeout_s:g} s (stuck at offset {position})"
+                        )
+                    continue
+                stalled_since = time.monotonic()
+                for message in messages:
+                    error = message.error()
+                    if error is not None:
+                        if error.code() == KafkaError._PARTITION_EOF:
+                            position = end
+                            break
+                        raise StoreError(
+                            f"reading {where} failed after offset {position - 1}: "
+                            f"{_describe(error)}. {_advice(error, self.config)}"
+                        )
+                    offset = message.offset()
+                    position = offset + 1
+                    if offset >= end:
+                        position = end
+                        break
+                    data = message.value() or b""
+                    try:
+                        if data[:2] != MAGIC:
+                            raise ValueError
+                        head = decode_head(
+                            data[_HEADER:-_MAC] if data[4] & FLAG_SIGNED else data[_HEADER:]
+                        )
+                    except (msgspec.DecodeError, ValueError, IndexError, TypeError):
+                        head = self._attribute(data, offset, partition)
+                    ours = head.namespace == namespace and (
+                        operator_uid is None or head.operator_uid == operator_uid
+                    )
+                    if ours:
+                        where_one = f"topic {self.topic} partition {partition} offset {offset}"
+                        record = decode(data, where_one)
+                        signed = bool(data[4] & FLAG_SIGNED)
+                        yield ScannedRecord(
+                            offset, len(data), head.namespace, head.operator_uid, record, signed
+                        )
+                    elif foreign:
+                        yield ScannedRecord(
+                            offset, len(data), head.namespace, head.operator_uid, None
+                        )
+                if progress is not None:
+                    progress(position - start, end - start)
+        finally:
+            consumer.close()
+
+    def append_control(self, record: JournalRecord, partition: int) -> Marker:
+        if record.key_id != CONTROL_KEY:
+            raise ValueError("append_control takes control records (key id CONTROL_KEY) only")
+        if not 0 <= partition < self.config.partitions:
+            raise ValueError(f"topic {self.topic} has no partition {partition}")
+        return self.append(record, _partition=partition)
+
+    def delete_below(
+        self,
+        namespace: str,
+        operator_uid: str,
+        partition: int,
+        position: int,
+        progress: Progress | None = None,
+    ) -> int | None:
+        """``delete_records`` below ``position``: removes EVERY namespace's records there.
+
+        Kafka cannot delete selectively; :attr:`shared_deletes` tells planners so. Returns
+        how many offsets the low watermark moved by.
+        """
+        low, high = self.position_range(partition)
+        if position > high:
+            raise StoreError(
+                f"refusing to delete topic {self.topic} partition {partition} below offset "
+                f"{position}: the partition ends at {high}"
+            )
+        if position <= low:
+            if progress is not None:
+                progress(1, 1)
+            return 0
+        admin = AdminClient(self._common)
+        try:
+            futures = admin.delete_records(
+                [TopicPartition(self.topic, partition, position)],
+                request_timeout=self.config.admin_timeout_s,
+                operation_timeout=self.config.admin_timeout_s,
+            )
+            for future in futures.values():
+                future.result()
+        except KafkaException as exc:
+            error = exc.args[0]
+            raise StoreError(
+                f"deleting topic {self.topic} partition {partition} below offset {position} "
+                f"failed: {_describe(error)}. {_advice(error, self.config)}"
+            ) from exc
+        finally:
+            admin.poll(0)
+            del admin
+        if progress is not None:
+            progress(1, 1)
+        return position - low
 
     def _watermarks(self, partition: int) -> tuple[int, int]:
         tp = TopicPartition(self.topic, partition)

@@ -5,11 +5,14 @@ from __future__ import annotations
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 
-from actionjournal.durable.codec import RecordCodec
+from actionjournal.durable.codec import FLAG_SIGNED, RecordCodec
 from actionjournal.durable.records import CONTROL_KEY, JournalRecord, Marker, StoreIdentity
 from actionjournal.durable.stats import note_append
-from actionjournal.stores.base import ActionStateStore
+from actionjournal.stores.base import ActionStateStore, Progress, ScannedRecord
+
+_DELETED = ("", "", "", b"")  # a deleted entry: positions of the others must not move
 
 
 class MemoryStore(ActionStateStore):
@@ -43,3 +46,61 @@ class MemoryStore(ActionStateStore):
 
     def earliest_position(self, key_id: str) -> int:
         return self.first_position
+
+    # -- operator tools -------------------------------------------------------------------
+
+    def position_range(self, partition: int) -> tuple[int, int]:
+        with self._lock:
+            entries = list(self.entries)
+        high = self.first_position + len(entries)
+        low = next(
+            (self.first_position + i for i, e in enumerate(entries) if e is not _DELETED), high
+        )
+        return low, high
+
+    def scan(
+        self,
+        partition: int,
+        namespace: str,
+        operator_uid: str | None = None,
+        *,
+        start: int | None = None,
+        end: int | None = None,
+        foreign: bool = False,
+        progress: Progress | None = None,
+    ) -> Iterator[ScannedRecord]:
+        low, high = self.position_range(partition)
+        start = low if start is None else max(start, low)
+        end = high if end is None else min(end, high)
+        with self._lock:
+            entries = self.entries[start - self.first_position : end - self.first_position]
+        for position, entry in enumerate(entries, start):
+            ns, uid, _, data = entry
+            if entry is _DELETED:
+                continue
+            if ns == namespace and (operator_uid is None or uid == operator_uid):
+                record = self.codec.decode(data, f"memory store position {position}")
+                signed = bool(data[4] & FLAG_SIGNED)
+                yield ScannedRecord(position, len(data), ns, uid, record, signed)
+            elif foreign:
+                yield ScannedRecord(position, len(data), ns, uid, None)
+        if progress is not None:
+            progress(end - start, end - start)
+
+    def delete_below(
+        self,
+        namespace: str,
+        operator_uid: str,
+        partition: int,
+        position: int,
+        progress: Progress | None = None,
+    ) -> int:
+        deleted = 0
+        with self._lock:
+            for i, (ns, uid, _, _) in enumerate(self.entries[: position - self.first_position]):
+                if ns == namespace and uid == operator_uid:
+                    self.entries[i] = _DELETED
+                    deleted += 1
+        if progress is not None:
+            progress(deleted, deleted)
+        return deleted

@@ -11,13 +11,17 @@ import sqlite3
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
-from actionjournal.durable.codec import RecordCodec
+from actionjournal.durable.codec import FLAG_SIGNED, RecordCodec
 from actionjournal.durable.errors import JournalWriteError, StoreError
 from actionjournal.durable.records import JournalRecord, Marker, StoreIdentity
 from actionjournal.durable.stats import note_append
-from actionjournal.stores.base import ActionStateStore
+from actionjournal.stores.base import ActionStateStore, Progress, ScannedRecord
+
+_SCAN_BATCH = 20_000
+_DELETE_BATCH = 20_000
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT NOT NULL);
@@ -94,6 +98,109 @@ class SqliteStore(ActionStateStore):
                 last = row.fetchone()
                 return (last[0] + 1) if last else 1
         return low
+
+    # -- operator tools -------------------------------------------------------------------
+
+    def position_range(self, partition: int) -> tuple[int, int]:
+        self._one_partition(partition)
+        with self._lock:
+            (low, high) = self._db.execute("SELECT MIN(pos), MAX(pos) FROM journal").fetchone()
+            if low is None:
+                row = self._db.execute("SELECT seq FROM sqlite_sequence WHERE name='journal'")
+                last = row.fetchone()
+                nxt = (last[0] + 1) if last else 1
+                return nxt, nxt
+        return low, high + 1
+
+    def scan(
+        self,
+        partition: int,
+        namespace: str,
+        operator_uid: str | None = None,
+        *,
+        start: int | None = None,
+        end: int | None = None,
+        foreign: bool = False,
+        progress: Progress | None = None,
+    ) -> Iterator[ScannedRecord]:
+        low, high = self.position_range(partition)
+        start = low if start is None else max(start, low)
+        end = high if end is None else min(end, high)
+        # Batches by position, so the connection is never held while the caller works.
+        conditions = ["pos > ?", "pos < ?"]
+        extra: list[str] = []
+        if not foreign:
+            conditions.append("namespace = ?")
+            extra.append(namespace)
+            if operator_uid:
+                conditions.append("operator_uid = ?")
+                extra.append(operator_uid)
+        query = (
+            "SELECT pos, namespace, operator_uid, length(body), "
+            "CASE WHEN namespace = ? THEN body END FROM journal "
+            f"WHERE {' AND '.join(conditions)} ORDER BY pos LIMIT {_SCAN_BATCH}"
+        )
+        last = start - 1
+        decode = self.codec.decode
+        while last < end - 1:
+            with self._lock:
+                rows = self._db.execute(query, (namespace, last, end, *extra)).fetchall()
+            if not rows:
+                break
+            for pos, ns, uid, size, body in rows:
+                if body is None or (operator_uid and uid != operator_uid):
+                    if foreign:
+                        yield ScannedRecord(pos, size, ns, uid, None)
+                    continue
+                record = decode(body, f"{self.path} row {pos}")
+                yield ScannedRecord(pos, size, ns, uid, record, bool(body[4] & FLAG_SIGNED))
+            last = rows[-1][0]
+            if progress is not None:
+                progress(last + 1 - start, end - start)
+
+    def delete_below(
+        self,
+        namespace: str,
+        operator_uid: str,
+        partition: int,
+        position: int,
+        progress: Progress | None = None,
+    ) -> int:
+        """Delete this namespace/operator's rows below ``position``, in short transactions.
+
+        Rows of other namespaces and operators are never deleted. The file does not
+        shrink (SQLite reuses the freed pages); ``VACUUM`` it offline to give space back.
+        """
+        self._one_partition(partition)
+        match = "namespace = ? AND operator_uid = ? AND pos < ?"
+        args = (namespace, operator_uid, position)
+        with self._lock:
+            (total,) = self._db.execute(
+                f"SELECT COUNT(*) FROM journal WHERE {match}", args
+            ).fetchone()
+        deleted = 0
+        while True:
+            try:
+                with self._lock:
+                    cursor = self._db.execute(
+                        f"DELETE FROM journal WHERE pos IN (SELECT pos FROM journal WHERE {match} "
+                        f"ORDER BY pos LIMIT {_DELETE_BATCH})",
+                        args,
+                    )
+            except sqlite3.Error as exc:
+                raise StoreError(
+                    f"deleting rows of namespace {namespace!r} below position {position} from "
+                    f"SQLite journal {self.path} failed after {deleted} rows: {exc}"
+                ) from exc
+            deleted += cursor.rowcount
+            if progress is not None:
+                progress(deleted, max(total, deleted))
+            if cursor.rowcount < _DELETE_BATCH:
+                return deleted
+
+    def _one_partition(self, partition: int) -> None:
+        if partition != 0:
+            raise ValueError(f"SQLite journal {self.path} has one partition (0), not {partition}")
 
     def close(self) -> None:
         with self._lock:

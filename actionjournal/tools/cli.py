@@ -1,4 +1,4 @@
-"""The ``actionjournal`` command: demo, dev services."""
+"""The ``actionjournal`` command: demo, journal inspect, cleanup, dev services."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ USAGE = """usage: actionjournal COMMAND ...
 
 commands:
   demo                          run the crash-and-recover demo on SQLite
+  journal inspect ...           runs, actions and calls of a key; a namespace summary
+  cleanup plan|apply ...        plan, then apply, a safe deletion of finished runs
   dev kafka start|stop|status   a local Apache Kafka broker for development
 """
 
@@ -19,6 +21,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         from actionjournal.tools import demo
 
         return demo.main(args[1:])
+    if args[:2] == ["journal", "inspect"]:
+        from actionjournal.tools import journal_inspect
+
+        return journal_inspect.main(args[2:])
+    if args[:1] == ["cleanup"]:
+        from actionjournal.tools import cleanup
+
+        return cleanup.main(args[1:])
     if args[:2] == ["dev", "kafka"]:
         from actionjournal.tools import dev_kafka
 

@@ -1,0 +1,340 @@
+"""Cleanup plan/apply and journal inspect on SQLite and the memory store (no broker needed).
+
+The same scenario runs on a real Kafka broker in tests/integration/test_cleanup.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import time
+
+import pytest
+
+from actionjournal.durable.errors import CleanupBoundaryError
+from actionjournal.durable.identity import key_id
+from actionjournal.durable.records import (
+    CONTROL_KEY,
+    CallFinished,
+    CallStarted,
+    CleanupBoundary,
+    RunCompleted,
+)
+from actionjournal.durable.writer import RunWriter
+from actionjournal.stores import MemoryStore, SqliteStore
+from actionjournal.tools import cleanup
+from actionjournal.tools.cli import main as cli
+from actionjournal.tools.toolkit import ToolError
+from tests import cleanup_scenario as sc
+
+pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+
+
+@pytest.fixture
+def journal(tmp_path):
+    store = SqliteStore(tmp_path / "j.db")
+    scenario = sc.build(store, tmp_path)
+    store.close()
+    return tmp_path / "j.db", scenario
+
+
+def sqlite_args(path):
+    return ["--store", "sqlite", "--path", str(path)]
+
+
+def rows(path, where="1=1"):
+    with sqlite3.connect(path) as db:
+        query = f"SELECT pos, namespace, key_id, seq FROM journal WHERE {where}"
+        return db.execute(query).fetchall()
+
+
+def plan_file(tmp_path, path, snapshot, *extra):
+    out = tmp_path / "plan.json"
+    code = cli(["cleanup", "plan", *sqlite_args(path), "--snapshot", str(snapshot), "--out",
+                str(out), *extra])  # fmt: skip
+    assert code == 0
+    return out, json.loads(out.read_text())
+
+
+def test_plan_keeps_in_flight_idle_and_later_runs_and_says_why(journal, tmp_path, capsys):
+    path, scenario = journal
+    _, plan = plan_file(tmp_path, path, scenario.s)
+    (entry,) = plan["partitions"]
+    store = SqliteStore(path)
+    idle_marker = None
+    for item in store.scan(0, "default"):
+        r = item.record
+        if isinstance(r, RunCompleted) and r.key_id == key_id("idle"):
+            idle_marker = item.position
+    # The idle key's marker (its only RunCompleted) pins the journal; it stays itself.
+    assert entry["delete_below"] == idle_marker
+    assert entry["blocker"]["kind"] == "marker" and entry["blocker"]["key_id"] == key_id("idle")
+    assert "stops at position" in entry["reason"] and "recovery marker" in entry["reason"]
+    kept = {(k, s) for _, _, k, s in rows(path, f"pos >= {idle_marker}")}
+    deleted = rows(path, f"pos < {idle_marker}")
+    # Only finished runs: busy's, and idle's calls (its RunCompleted, the marker, stays).
+    assert {k for _, _, k, _ in deleted} == {key_id("busy"), key_id("idle")}
+    assert entry["records_deleted"] == len(deleted)
+    assert (key_id("held"), 0) in kept and (key_id("fresh"), 0) in kept
+    assert plan["store"]["uid"] == store.identity.uid and plan["namespace"] == "default"
+    assert plan["state"]["kind"] == "snapshot" and plan["state"]["keys"] == 3
+    assert "stops at position" in capsys.readouterr().out
+
+
+def test_apply_then_restore_retained_replays_and_older_fails(journal, tmp_path, capsys):
+    path, scenario = journal
+    out, plan = plan_file(tmp_path, path, scenario.s)
+    before = len(rows(path))
+    assert cli(["cleanup", "apply", "--plan", str(out)]) == 0
+    boundary = plan["partitions"][0]["delete_below"]
+    assert len(rows(path)) == before - plan["totals"]["records_deleted"] + 1  # + the boundary
+    assert min(pos for pos, *_ in rows(path)) == boundary
+    store = SqliteStore(path)
+    boundaries = [r for r in store.read_key("default", "worker", CONTROL_KEY, None)]
+    assert [(b.partition, b.position) for b in boundaries if isinstance(b, CleanupBoundary)] == [
+        (0, boundary)
+    ]
+    # Idempotent: a second apply deletes nothing more and succeeds.
+    assert cli(["cleanup", "apply", "--plan", str(out)]) == 0
+    assert "already applied" in capsys.readouterr().out
+    executed = len(sc.EXECUTED)
+    runner = sc.restore(store, scenario.s)
+    assert len(sc.EXECUTED) == executed, "a durable call ran again after cleanup"
+    assert len(runner.outputs) == len(sc.HELD) + len(sc.AFTER_S)
+    with pytest.raises(CleanupBoundaryError, match=rf"position \d+, but cleanup deleted .* "
+                       rf"below position {boundary}"):  # fmt: skip
+        sc.restore(store, scenario.old)
+    assert len(sc.EXECUTED) == executed
+
+
+def test_rows_of_other_namespaces_are_never_deleted(journal, tmp_path):
+    path, scenario = journal
+    store = SqliteStore(path)
+    other = RunWriter(store, "other-ns", "worker", 0, key_id("busy"), 0)
+    positions = [other.write(other.build(RunCompleted, at=1.0, input_digest="d")).position]
+    sc_store = SqliteStore(path)
+    sc.restore(sc_store, scenario.s)  # the job goes on: its marker moves past other's rows
+    out, _plan = plan_file(tmp_path, path, scenario.s)
+    assert cli(["cleanup", "apply", "--plan", str(out)]) == 0
+    assert [p for p, ns, *_ in rows(path, "namespace = 'other-ns'")] == positions
+
+
+def test_a_writer_appending_during_apply_loses_nothing(tmp_path):
+    path = tmp_path / "j.db"
+    store = SqliteStore(path)
+    for seq in range(3000):  # a long journal of finished runs of one key
+        w = RunWriter(store, "default", "worker", 0, key_id("old"), seq)
+        w.write(w.build(CallFinished, action_id="a", index=0, call_id=f"c{seq}",
+                        function_id="m:f", durable_id=None, arg_digest="x", value=b"\xc0",
+                        error=None, at=time.time(), duration=0.0))  # fmt: skip
+        w.write(w.build(RunCompleted, at=time.time(), input_digest="d"))
+    out = tmp_path / "plan.json"
+    assert cli(["cleanup", "plan", *sqlite_args(path), "--before", str(time.time() + 3600),
+                "--safety-margin", "0", "--out", str(out)]) == 0  # fmt: skip
+    plan = json.loads(out.read_text())
+    stop = threading.Event()
+    written: list[int] = []
+
+    def writer():
+        seq = 0
+        while not stop.is_set() or seq < 50:
+            w = RunWriter(store, "default", "worker", 0, key_id("new"), seq)
+            record = w.build(RunCompleted, at=time.time(), input_digest="d")
+            written.append(w.write(record).position)
+            seq += 1
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        assert cli(["cleanup", "apply", "--plan", str(out)]) == 0
+    finally:
+        stop.set()
+        thread.join()
+    boundary = plan["partitions"][0]["delete_below"]
+    assert boundary is not None and all(p >= boundary for p in written)
+    kept = store.read_key("default", "worker", key_id("new"), None)
+    assert [r.seq for r in kept if not isinstance(r, CleanupBoundary)] == list(range(len(written)))
+    assert len({p for p, *_ in rows(path, f"key_id = '{key_id('new')}'")}) == len(written)
+
+
+def test_time_based_plan_counts_runs_completed_before_the_cutoff(journal, tmp_path):
+    path, _scenario = journal
+    out = tmp_path / "plan.json"
+    assert cli(["cleanup", "plan", *sqlite_args(path), "--before", "0", "--out", str(out)]) == 0
+    plan = json.loads(out.read_text())
+    assert plan["partitions"][0]["delete_below"] is None  # nothing completed before 1970
+    assert plan["partitions"][0]["blocker"]["kind"] in ("completed_after_cutoff", "marker")
+    cli(["cleanup", "plan", *sqlite_args(path), "--before", str(time.time() + 60),
+         "--safety-margin", "0", "--out", str(out)])  # fmt: skip
+    plan = json.loads(out.read_text())
+    entry = plan["partitions"][0]
+    # Everything completed; the last completed run of every key is its estimated marker.
+    assert entry["blocker"]["kind"] == "marker" and entry["blocker"]["estimated"]
+    assert entry["blocker"]["key_id"] == key_id("idle")
+
+
+def test_checkpoint_directory_is_judged_by_its_metadata_time(journal, tmp_path):
+    path, _ = journal
+    chk = tmp_path / "checkpoints" / "job" / "chk-7"
+    chk.mkdir(parents=True)
+    (chk / "_metadata").write_bytes(cleanup.FLINK_METADATA_MAGIC.to_bytes(4, "big") + b"x")
+    later = tmp_path / "checkpoints" / "job" / "chk-9"
+    later.mkdir()
+    (later / "_metadata").write_bytes(cleanup.FLINK_METADATA_MAGIC.to_bytes(4, "big") + b"x")
+    old = time.time() - 86400
+    os.utime(chk / "_metadata", (old, old))
+    out = tmp_path / "plan.json"
+    assert cli(["cleanup", "plan", *sqlite_args(path), "--checkpoint",
+                str(tmp_path / "checkpoints"), "--out", str(out)]) == 0  # fmt: skip
+    plan = json.loads(out.read_text())
+    assert plan["state"]["metadata"].endswith("chk-7/_metadata")  # the oldest retained one
+    assert plan["state"]["cutoff"] == pytest.approx(old - cleanup.DEFAULT_MARGIN_S)
+    assert plan["partitions"][0]["delete_below"] is None  # the journal is younger than it
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        (["--store", "postgres", "--path", "x"], 2, "unknown store 'postgres'"),
+        (["--store", "sqlite"], 2, "needs --path"),
+        (["--store", "kafka", "--topic", "t"], 2, "needs --bootstrap"),
+    ],
+)
+def test_bad_store_options_are_usage_errors(args, code, message, tmp_path, capsys):
+    assert cli(["cleanup", "plan", *args, "--before", "0"]) == code
+    assert message in capsys.readouterr().err
+
+
+def test_bad_input_is_refused_with_clear_errors_and_nothing_deleted(journal, tmp_path, capsys):
+    path, scenario = journal
+    before = rows(path)
+    out = tmp_path / "plan.json"
+    plan = ["cleanup", "plan", *sqlite_args(path), "--out", str(out)]
+    assert cli([*plan, "--snapshot", str(scenario.s), "--namespace", "nope"]) == 1
+    assert "namespace 'nope' has no records" in capsys.readouterr().err
+    assert cli([*plan, "--checkpoint", str(tmp_path / "missing")]) == 1
+    assert "does not exist" in capsys.readouterr().err
+    assert cli([*plan, "--snapshot", str(tmp_path / "missing")]) == 1
+    assert "does not exist" in capsys.readouterr().err
+    assert cli([*plan, "--snapshot", str(scenario.s), "--before", "0"]) == 2
+    assert cli(["cleanup", "plan", *sqlite_args(tmp_path / "none.db"), "--before", "0"]) == 1
+    assert "no SQLite journal" in capsys.readouterr().err
+    assert not (tmp_path / "none.db").exists(), "a typo created a journal"
+    # A plan for another journal file, and a stale plan.
+    assert cli([*plan, "--snapshot", str(scenario.s)]) == 0
+    other = tmp_path / "other.db"
+    SqliteStore(other).close()
+    assert cli(["cleanup", "apply", "--plan", str(out), *sqlite_args(other)]) == 1
+    assert "the plan is for SQLite journal" in capsys.readouterr().err
+    stale = json.loads(out.read_text())
+    stale["created_at"] -= 7200
+    (tmp_path / "stale.json").write_text(json.dumps(stale))
+    assert cli(["cleanup", "apply", "--plan", str(tmp_path / "stale.json")]) == 1
+    assert "older than --max-age" in capsys.readouterr().err
+    recreated = json.loads(out.read_text())
+    recreated["store"]["uid"] = "0" * 32
+    (tmp_path / "recreated.json").write_text(json.dumps(recreated))
+    assert cli(["cleanup", "apply", "--plan", str(tmp_path / "recreated.json")]) == 1
+    assert "deleted and recreated" in capsys.readouterr().err
+    (tmp_path / "junk.json").write_text("{}")
+    assert cli(["cleanup", "apply", "--plan", str(tmp_path / "junk.json")]) == 1
+    assert cli(["cleanup", "apply", "--plan", str(tmp_path / "absent.json")]) == 2
+    assert rows(path) == before, "a refused command deleted something"
+
+
+def test_a_plan_whose_kept_records_were_deleted_meanwhile_is_refused(journal, tmp_path, capsys):
+    path, scenario = journal
+    out, plan = plan_file(tmp_path, path, scenario.s)
+    with sqlite3.connect(path) as db:  # "retention" deletes past the plan's boundary
+        db.execute("DELETE FROM journal WHERE pos <= ?", (plan["partitions"][0]["keep_from"],))
+    assert cli(["cleanup", "apply", "--plan", str(out)]) == 1
+    assert "past the plan's boundary" in capsys.readouterr().err
+
+
+def test_memory_store_cleanup_keeps_positions_and_other_namespaces():
+    store = MemoryStore()
+    for seq in range(3):
+        RunWriter(store, "ns", "op", 0, "k", seq).write(
+            RunCompleted("ns", "op", 0, "k", seq, at=1.0, input_digest="d")
+        )
+        store.append(RunCompleted("other", "op", 0, "k", seq, at=1.0, input_digest="d"))
+    assert store.delete_below("ns", "op", 0, 4) == 2
+    assert [i.position for i in store.scan(0, "ns")] == [4]
+    assert [i.position for i in store.scan(0, "other")] == [1, 3, 5]
+    assert store.position_range(0) == (1, 6)
+    assert [r.seq for r in store.read_key("ns", "op", "k", None)] == [2]
+
+
+# -- inspect -----------------------------------------------------------------------------------
+
+
+def test_inspect_tree_and_json(journal, capsys):
+    path, _ = journal
+    assert cli(["journal", "inspect", *sqlite_args(path), "--key", "busy", "--run", "8"]) == 0
+    tree = capsys.readouterr().out
+    assert "run seq=8  finished" in tree
+    assert "action handle" in tree and "completed" in tree
+    assert "call 0 tests.cleanup_scenario:work  finished" in tree and "'first:boom'" in tree
+    assert "call 1 tests.cleanup_scenario:work  failed" in tree and "ValueError: boom" in tree
+    assert cli(["journal", "inspect", *sqlite_args(path), "--key", "busy", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["key_id"] == key_id("busy") and [r["seq"] for r in doc["runs"]] == list(range(9))
+    call = doc["runs"][0]["actions"][0]["calls"][0]
+    assert call["status"] == "finished" and call["outcome"]["value"] == "'first:b0'"
+    assert call["function_id"] == "tests.cleanup_scenario:work" and call["duration_s"] >= 0
+    # Typed keys: the int 1 and the string "1" are different keys.
+    assert cli(["journal", "inspect", *sqlite_args(path), "--key", "1", "--key-type", "int"]) == 1
+    assert "no records of key" in capsys.readouterr().err
+    # By call id: the run holding it.
+    assert cli(["journal", "inspect", *sqlite_args(path), "--call", call["call_id"],
+                "--json"]) == 0  # fmt: skip
+    doc = json.loads(capsys.readouterr().out)
+    assert [r["seq"] for r in doc["runs"]] == [0] and doc["key_id"] == key_id("busy")
+
+
+def test_inspect_statuses_of_unfinished_work(tmp_path, capsys):
+    path = tmp_path / "j.db"
+    store = SqliteStore(path)
+    w = RunWriter(store, "default", "op", 0, key_id("k"), 0)
+    common = dict(action_id="a1", function_id="m:f", durable_id=None, arg_digest="x")
+    w.write(w.build(CallStarted, index=0, call_id="c0", attempt=1, at=1.0, **common))
+    w.write(w.build(CallFinished, index=0, call_id="c0", value=b"\x01", error=None, at=2.0,
+                    duration=1.0, **common))  # fmt: skip
+    w.write(w.build(CallStarted, index=1, call_id="c1", attempt=2, at=3.0, **common))
+    store.close()
+    assert cli(["journal", "inspect", *sqlite_args(path), "--key", "k", "--json"]) == 0
+    (run,) = json.loads(capsys.readouterr().out)["runs"]
+    assert run["status"] == "in flight"
+    (action,) = run["actions"]
+    assert action["status"] == "incomplete"
+    assert [c["status"] for c in action["calls"]] == ["replayable", "unknown"]
+    assert action["calls"][1]["attempt"] == 2
+    assert cli(["journal", "inspect", *sqlite_args(path), "--key", "k"]) == 0
+    tree = capsys.readouterr().out
+    assert "in flight" in tree and "replayable" in tree and "unknown" in tree
+
+
+def test_inspect_summary(journal, capsys):
+    path, _ = journal
+    assert cli(["journal", "inspect", *sqlite_args(path), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    totals = doc["totals"]
+    assert totals["keys"] == 4 and totals["runs"] == len(sc.INPUTS)
+    assert totals["runs_in_flight"] == 0 and totals["records"] == len(rows(path))
+    assert doc["oldest_record_at"] is not None
+    assert cli(["journal", "inspect", *sqlite_args(path)]) == 0
+    assert "total" in capsys.readouterr().out
+    assert cli(["journal", "inspect", *sqlite_args(path), "--namespace", "nope"]) == 1
+    assert "namespaces found: default" in capsys.readouterr().err
+
+
+def test_plan_refuses_a_snapshot_of_another_journal(journal, tmp_path):
+    _path, scenario = journal
+    other = SqliteStore(tmp_path / "other.db")
+    other.append(RunCompleted("default", "worker", 0, "k", 0, at=1.0, input_digest="d"))
+    state = None
+    with pytest.raises(ToolError, match="taken with another journal"):
+        state = cleanup.load_snapshot(scenario.s, other)
+    assert state is None
