@@ -1,6 +1,6 @@
 """A journal with finished, in-flight and idle keys, and snapshots of it, for cleanup tests.
 
-Used by tests/unit/test_cleanup.py (SQLite, memory) and tests/integration/test_cleanup.py
+Used by tests/unit/test_cleanup_local.py (SQLite, memory) and tests/integration/test_cleanup.py
 (a real Kafka broker). Every durable call appends to EXECUTED, so a test can tell a
 replay (no new entry) from a re-execution.
 """
