@@ -400,3 +400,26 @@ def test_delete_below_never_touches_the_position_or_above(tool_store):
     assert [r.seq for r in store.read_key("ns", "op", key, None)] == [3, 4]
     assert store.position_range(p)[0] == markers[3].position
     assert [i.position for i in store.scan(p, "ns")] == [m.position for m in markers[3:]]
+
+
+def test_progress_bar_draws_on_stderr_only_when_enabled(journal, tmp_path, capsys):
+    import io
+
+    from actionjournal.tools.toolkit import ProgressBar
+
+    stream = io.StringIO()
+    bar = ProgressBar("scanning partition 0", enabled=True, stream=stream)
+    bar(50, 100)
+    bar(100, 100)
+    bar.close()
+    assert "scanning partition 0 [" in stream.getvalue() and "100%" in stream.getvalue()
+    silent = io.StringIO()
+    ProgressBar("x", enabled=False, stream=silent)(1, 2)
+    assert silent.getvalue() == ""
+    path, scenario = journal
+    out = tmp_path / "plan.json"
+    args = ["cleanup", "plan", *sqlite_args(path), "--snapshot", str(scenario.s)]
+    assert cli([*args, "--out", str(out), "--progress"]) == 0
+    assert "scanning partition 0 [" in capsys.readouterr().err
+    assert cli(["cleanup", "apply", "--plan", str(out), "--progress"]) == 0
+    assert "deleting partition 0 below" in capsys.readouterr().err
