@@ -104,7 +104,9 @@ def aj_fluss_bootstrap() -> Iterator[str]:
     try:
         import actionjournal.stores.fluss  # noqa: F401 - needs pyfluss
     except ImportError as exc:
-        pytest.skip(f"no Fluss store in this installation ({exc}): pip install pyfluss")
+        if (exc.name or "").startswith("actionjournal"):
+            pytest.skip(f"this version of actionjournal has no Fluss store ({exc})")
+        pytest.skip(f"the Fluss store needs pyfluss ({exc}): pip install 'actionjournal[fluss]'")
     if os.environ.get("FLUSS_BOOTSTRAP"):
         yield os.environ["FLUSS_BOOTSTRAP"]
         return

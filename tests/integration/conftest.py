@@ -69,3 +69,12 @@ def private_broker() -> Iterator[KafkaBroker]:
 def aj_kafka_bootstrap(kafka_bootstrap: str) -> str:
     """The harness plugin's broker (``aj_kafka``) is this suite's broker: one per session."""
     return kafka_bootstrap
+
+
+@pytest.fixture(scope="session")
+def aj_fluss_bootstrap(request: pytest.FixtureRequest) -> str:
+    """The harness plugin's Fluss cluster (``aj_fluss``) is this suite's cluster, if it has one."""
+    try:
+        return request.getfixturevalue("fluss_bootstrap")
+    except pytest.FixtureLookupError:
+        pytest.skip("this suite has no fluss_bootstrap fixture")
