@@ -557,6 +557,9 @@ class RestoreScenario:
         inputs while earlier runs are still in flight: see :meth:`last_checkpoint`.
         """
         self.start()
+        _check_crash_point(crash_at)
+        if self._live is None and self.steps:
+            raise HarnessError("no job is running (it crashed or failed): restore first")
         self.source.extend(inputs)
         if crash_at is not None:
             start = None
@@ -564,12 +567,8 @@ class RestoreScenario:
                 start = self._path("handover")
                 self._live.runner.snapshot(start)
                 self._drop_live()
-            elif self.steps:
-                raise HarnessError("no job is running (it crashed or failed): restore first")
             return self._child_step("crash", start, crash_at, checkpoint_every, pace)
         if self._live is None:
-            if self.steps:
-                raise HarnessError("no job is running (it crashed or failed): restore first")
             self._live = self._open_live(None)
         return self._step("run", self._live, checkpoint_every, pace)
 
@@ -631,6 +630,7 @@ class RestoreScenario:
         runs in a child process that is killed at that point.
         """
         self.start()
+        _check_crash_point(crash_at)
         mode = RestoreMode(mode)
         self._drop_live()
         self.source.extend(inputs)
@@ -676,8 +676,8 @@ class RestoreScenario:
             return {call_id: n for call_id, n in self.service.counts.items() if n > 1}
 
     def records(self, key: Any = None, journal: str | None = None) -> list[JournalRecord]:
-        """Records of the current epoch's namespace for ``key`` (control records if ``None``)
-        in ``journal`` (default: the current one), read with a store of its own."""
+        """Records of ``key`` (control records if ``None``) of the job's namespace and operator,
+        every epoch, in ``journal`` (default: the current one), read with a store of its own."""
         from actionjournal.durable.identity import key_id
 
         name = journal or self.journal
@@ -781,7 +781,6 @@ class RestoreScenario:
     def _child_step(
         self, kind: str, start: Path | None, crash_at: str, checkpoint_every: int, pace: float
     ) -> Step:
-        CrashingStore(None, crash_at)  # a malformed crash point fails here, not in the child
         calls, actions = self._counted()
         spec = _ChildSpec(
             agent=self.agent_factory,
@@ -837,6 +836,12 @@ class RestoreScenario:
 
 
 # -- helpers -------------------------------------------------------------------------------
+
+
+def _check_crash_point(crash_at: str | None) -> None:
+    """A malformed crash point fails here, not in the child (ValueError from CrashingStore)."""
+    if crash_at is not None:
+        CrashingStore(None, crash_at)
 
 
 def _make_agent(factory: AgentFactory, url: str) -> Agent:
