@@ -126,7 +126,7 @@ package `postgresql` (installed with apt-get when missing and running as root) o
 127.0.0.1 with a free port and a temporary data directory, as the `postgres` user when
 run as root, and stop it at the end. Results are written to
 `benchmarks/results/latest.json` as `{"machine", "when", "benchmarks": [{"name", "unit",
-"ours", "baseline", "ratio", "target", "when"}]}`; a partial run replaces only its own
+"ours", "baseline", "ratio", "target", "when", "load"}]}`; a partial run replaces only its own
 entries. Timings on a shared 2-core machine move by 10-20 % from run to run.
 """
 
@@ -146,6 +146,11 @@ def render(doc: dict) -> str:
     lines = [INTRO]
     lines.append("## Where it ran\n")
     lines.append(f"Machine: {doc.get('machine', 'unknown')}. Last run: {doc.get('when', '?')}.")
+    lines.append(
+        "The load in the last column is the machine's 1-minute load average when that run "
+        "started: on a busy machine absolute figures grow, while ratios of sides measured "
+        "together move less."
+    )
     dates = {r.get("when") for r in entries if r.get("when")}
     if len(dates) > 1:
         lines.append(
@@ -158,6 +163,8 @@ def render(doc: dict) -> str:
     for r in entries:
         about = ABOUT.get(r["name"])
         when = (r.get("when") or doc.get("when", ""))[:10]
+        if r.get("load") is not None:
+            when += f" (load {r['load']:g})"
         if "error" in r:
             lines.append(f"| `{r['name']}` | | | | | | not measured (see below) | {when} |")
             continue

@@ -44,6 +44,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"no benchmark name starts with {args.only!r}")
         return 2
     results: list[dict] = []
+    load = round(os.getloadavg()[0], 1)  # other work on the machine skews absolute figures
     with BenchContext() as ctx:
         for name, fn in selected.items():
             print(f"running {name} ...", flush=True)
@@ -60,6 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     when = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     for r in results:
         r["when"] = when
+        r["load"] = load
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     # A partial run (--only) replaces what it ran and keeps the other entries: an entry is
     # replaced when it was produced again, or when its benchmark ran (it may have failed).
