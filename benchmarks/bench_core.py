@@ -11,7 +11,7 @@ from actionjournal.durable.calls import ActionCalls, CallOptions
 from actionjournal.durable.codec import RecordCodec
 from actionjournal.durable.config import JournalConfig
 from actionjournal.durable.replay import RecordedAction
-from actionjournal.durable.stats import CallCounts
+from actionjournal.durable.stats import JournalMetrics
 from actionjournal.durable.writer import RunWriter
 from actionjournal.stores import MemoryStore, SqliteStore
 from benchmarks.common import entry
@@ -24,11 +24,13 @@ def work(value: dict) -> dict:
 
 
 def _calls(store) -> ActionCalls:
+    """Durable calls as a run makes them: counted, timed and metered like in the engine."""
     config = JournalConfig()
-    writer = RunWriter(store, "bench", "op", 0, "key", 0)
-    return ActionCalls(
-        writer, "action", "act", RecordedAction(), config, config.value_codec(), CallCounts()
-    )
+    metrics = JournalMetrics()
+    values = config.value_codec()
+    values.observer = metrics
+    writer = RunWriter(store, "bench", "op", 0, "key", 0, metrics)
+    return ActionCalls(writer, "action", "act", RecordedAction(), config, values, metrics)
 
 
 def _per_call_us(fn, n: int) -> float:
