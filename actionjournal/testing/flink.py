@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Sequence
@@ -81,3 +82,27 @@ def stop_with_savepoint(job_client, directory: str | Path) -> str:
     path = j_client.stopWithSavepoint(False, Path(directory).resolve().as_uri(), fmt).get()
     result.get()
     return str(path)
+
+
+class JsonLines:
+    """A file sink for a job's outputs, one JSON line each (``stream.map(JsonLines(path))``).
+
+    At least once: after a restore, runs that finished after the checkpoint emit again,
+    so deduplicate when reading. ``execute_and_collect`` is avoided on purpose: when
+    its iterator ends early, closing it cancels a job that is still working.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = str(path)
+
+    def __call__(self, value: object) -> object:
+        with open(self.path, "a") as f:
+            f.write(json.dumps(value) + "\n")
+        return value
+
+    def read(self) -> list:
+        try:
+            with open(self.path) as f:
+                return [json.loads(line) for line in f]
+        except FileNotFoundError:
+            return []

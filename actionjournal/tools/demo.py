@@ -159,7 +159,7 @@ def flink_demo(directory: Path, n: int, service: CountingService) -> tuple[dict,
     from actionjournal.operator.flink import AgentsExecutionEnvironment
     from actionjournal.stores.config import SqliteStoreConfig, open_store
     from actionjournal.testing.crash import CrashOnce
-    from actionjournal.testing.flink import local_env, paced_source
+    from actionjournal.testing.flink import JsonLines, local_env, paced_source
 
     env = local_env(directory / "checkpoints", checkpoint_interval_ms=500, restarts=2)
     stats = directory / "stats.jsonl"
@@ -174,8 +174,10 @@ def flink_demo(directory: Path, n: int, service: CountingService) -> tuple[dict,
     job = agents.from_datastream(parsed, key_selector=_user).apply(
         Triage(service.url), store_factory=store
     )
-    with job.to_datastream().execute_and_collect("actionjournal-demo") as results:
-        outputs = list(results)
+    sink = JsonLines(directory / "outputs.jsonl")
+    job.to_datastream().map(sink)
+    env.execute("actionjournal-demo")
+    outputs = sink.read()
     if not (directory / "worker-killed").exists():
         print("demo: the Python worker was expected to be killed but was not", file=sys.stderr)
         return None

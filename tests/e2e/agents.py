@@ -55,23 +55,3 @@ def inputs(n: int, keys: int) -> list[str]:
 
 def key_of(element: str) -> int:
     return json.loads(element)["k"]
-
-
-class AppendTo:
-    """An at-least-once file sink: each output as a JSON line (deduplicate when reading)."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-
-    def __call__(self, value):
-        with open(self.path, "a") as f:
-            f.write(json.dumps(value) + "\n")
-        return value
-
-
-def read_lines(path) -> list[dict]:
-    try:
-        with open(path) as f:
-            return [json.loads(line) for line in f]
-    except FileNotFoundError:
-        return []

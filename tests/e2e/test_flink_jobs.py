@@ -13,9 +13,9 @@ import pytest
 from actionjournal.operator.config import AgentsConfig
 from actionjournal.operator.flink import AgentsExecutionEnvironment
 from actionjournal.testing.crash import CrashOnce
-from actionjournal.testing.flink import local_env, paced_source, stop_with_savepoint
+from actionjournal.testing.flink import JsonLines, local_env, paced_source, stop_with_savepoint
 from actionjournal.testing.service import CountingService
-from tests.e2e.agents import AppendTo, TwoSteps, inputs, key_of, read_lines, sqlite
+from tests.e2e.agents import TwoSteps, inputs, key_of, sqlite
 
 pytestmark = [pytest.mark.flink, pytest.mark.slow]
 
@@ -27,11 +27,6 @@ def build(env, url, elements, per_second, store_factory):
     return job.apply(TwoSteps(url), store_factory=store_factory).to_datastream()
 
 
-def collect(stream) -> list[dict]:
-    with stream.execute_and_collect() as results:
-        return list(results)
-
-
 def test_task_failure_mid_run_restores_from_the_checkpoint(tmp_path):
     n = 40
     # The Python worker is SIGKILLed right after the 25th call result was journaled.
@@ -40,7 +35,10 @@ def test_task_failure_mid_run_restores_from_the_checkpoint(tmp_path):
     )
     with CountingService() as service:
         env = local_env(tmp_path / "checkpoints", checkpoint_interval_ms=300)
-        outputs = collect(build(env, service.url, inputs(n, keys=4), 40, factory))
+        sink = JsonLines(tmp_path / "outputs.jsonl")
+        build(env, service.url, inputs(n, keys=4), 40, factory).map(sink)
+        env.execute("agents-with-a-failure")
+        outputs = sink.read()
         counts = dict(service.counts)
     assert (tmp_path / "crashed").exists(), "the failure was not injected"
     assert {o["i"] for o in outputs} == set(range(n))
@@ -51,7 +49,7 @@ def test_task_failure_mid_run_restores_from_the_checkpoint(tmp_path):
 def test_savepoint_with_runs_in_flight_then_restore_at_parallelism_2(tmp_path):
     n, keys = 30, 10
     store = sqlite(tmp_path / "journal.db")
-    sink = AppendTo(str(tmp_path / "outputs.jsonl"))
+    sink = JsonLines(tmp_path / "outputs.jsonl")
     elements = inputs(n, keys)
     with CountingService() as service:
         service.hold("second")  # runs stay in flight, half done, until released
@@ -71,6 +69,6 @@ def test_savepoint_with_runs_in_flight_then_restore_at_parallelism_2(tmp_path):
         env.execute("agents-restored")
         counts = dict(service.counts)
     assert held_during_savepoint >= 3, "no run was in flight when the savepoint was taken"
-    assert {o["i"] for o in read_lines(tmp_path / "outputs.jsonl")} == set(range(n))
+    assert {o["i"] for o in sink.read()} == set(range(n))
     assert len(counts) == 2 * n
     assert Counter(counts.values()) == {1: 2 * n}, "a call ran twice across the savepoint"
