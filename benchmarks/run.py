@@ -15,11 +15,19 @@ import time
 import traceback
 from pathlib import Path
 
-from benchmarks import bench_cleanup, bench_core, bench_examples, bench_kafka, bench_peer, report
+from benchmarks import (
+    bench_cleanup,
+    bench_core,
+    bench_examples,
+    bench_flink,
+    bench_kafka,
+    bench_peer,
+    report,
+)
 from benchmarks.common import BenchContext, unavailable
 from benchmarks.postgres import ServiceUnavailable
 
-MODULES = [bench_cleanup, bench_core, bench_kafka, bench_peer, bench_examples]
+MODULES = [bench_cleanup, bench_core, bench_kafka, bench_flink, bench_peer, bench_examples]
 
 RESULTS = Path(__file__).parent / "results" / "latest.json"
 

@@ -12,6 +12,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from actionjournal.durable.codec import FLAG_SIGNED, RecordCodec
@@ -37,6 +38,15 @@ CREATE INDEX IF NOT EXISTS journal_by_key ON journal (namespace, operator_uid, k
 """
 
 
+@dataclass(eq=False)
+class _Pending:
+    record: JournalRecord
+    data: bytes
+    position: int = 0
+    done: bool = False
+    error: JournalWriteError | None = None
+
+
 class SqliteStore(ActionStateStore):
     def __init__(self, path: str | Path, codec: RecordCodec | None = None) -> None:
         self.path = Path(path)
@@ -57,25 +67,59 @@ class SqliteStore(ActionStateStore):
                 f"cannot open SQLite journal {self.path}: {exc}; check the path and its permissions"
             ) from exc
         self.identity = StoreIdentity("sqlite", str(self.path.resolve()), store_uid)
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # the connection
+        self._commits = threading.Condition()  # the queue of appends waiting for a commit
+        self._queue: list[_Pending] = []
+        self._committing = False
 
     def append(self, record: JournalRecord) -> Marker:
         started = time.perf_counter()
         data = self.codec.encode(record)
+        pending = _Pending(record, data)
+        with self._commits:
+            self._queue.append(pending)
+            while not pending.done and self._committing:
+                self._commits.wait()
+            if not pending.done:  # lead: commit everything queued so far in one transaction
+                batch, self._queue = self._queue, []
+                self._committing = True
+        if not pending.done:
+            self._commit(batch)
+        if pending.error is not None:
+            raise pending.error
+        note_append("sqlite", len(data), started)
+        return self.marker(record.key_id, pending.position, record.epoch)
+
+    def _commit(self, batch: list[_Pending]) -> None:
+        """Group commit: concurrent appends share one transaction and one fsync."""
         try:
             with self._lock:
-                cursor = self._db.execute(
-                    "INSERT INTO journal (namespace, operator_uid, key_id, seq, body) "
-                    "VALUES (?, ?, ?, ?, ?)",
-                    (record.namespace, record.operator_uid, record.key_id, record.seq, data),
-                )
-        except sqlite3.Error as exc:
-            raise JournalWriteError(
-                f"SQLite journal {self.path} did not commit a {type(record).__name__} for key "
-                f"{record.key_id} seq {record.seq}: {exc}; the record is not kept"
-            ) from exc
-        note_append("sqlite", len(data), started)
-        return self.marker(record.key_id, cursor.lastrowid or 0, record.epoch)
+                try:
+                    self._db.execute("BEGIN IMMEDIATE")
+                    for p in batch:
+                        r = p.record
+                        cursor = self._db.execute(
+                            "INSERT INTO journal (namespace, operator_uid, key_id, seq, body) "
+                            "VALUES (?, ?, ?, ?, ?)",
+                            (r.namespace, r.operator_uid, r.key_id, r.seq, p.data),
+                        )
+                        p.position = cursor.lastrowid or 0
+                    self._db.execute("COMMIT")
+                except sqlite3.Error as exc:
+                    if self._db.in_transaction:
+                        self._db.execute("ROLLBACK")
+                    for p in batch:
+                        p.error = JournalWriteError(
+                            f"SQLite journal {self.path} did not commit a "
+                            f"{type(p.record).__name__} for key {p.record.key_id} seq "
+                            f"{p.record.seq}: {exc}; the record is not kept"
+                        )
+        finally:
+            with self._commits:
+                for p in batch:
+                    p.done = True
+                self._committing = False
+                self._commits.notify_all()
 
     def read_key(
         self, namespace: str, operator_uid: str, key_id: str, after: Marker | None
