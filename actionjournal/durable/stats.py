@@ -37,7 +37,7 @@ CALL_BUCKETS += (60.0, 120.0, 300.0)
 RECOVERY_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 RECOVERY_BUCKETS += (60.0,)
 
-# The names CallCounts.as_dict() has always had (local runner ``counts``, stats files).
+# The names of as_dict() (local runner ``counts``, stats files, the demo's report).
 _LEGACY = {
     "executed": ("calls", "executed"),
     "replayed": ("calls", "replayed"),
@@ -249,10 +249,6 @@ def note_append(backend: str, nbytes: int, started: float) -> None:
     metrics = appending.get()
     if metrics is not None:
         metrics.appended(backend, nbytes, time.perf_counter() - started)
-
-
-# Kept for code that imported the old name: the counting moved into JournalMetrics.
-CallCounts = JournalMetrics
 
 
 class MetricGroupMirror:
