@@ -73,6 +73,44 @@ ABOUT: dict[str, About] = {
         "a raw consumer loop over the same offsets, no decoding",
         "ours>=",
     ),
+    "fluss.append.p50": About(
+        "median ms of one `append` of a ~200-byte record through the Fluss store (acks=all, "
+        "idempotent, no batching delay), including the probe that learns its offset",
+        "a raw pyfluss `append(row)` + `wait()` of the same row with the same writer settings, "
+        "interleaved with ours",
+        "ratio<=",
+    ),
+    "fluss.append.p99": About(
+        "99th percentile of the same appends as `fluss.append.p50`",
+        "99th percentile of the raw pyfluss appends",
+        "ratio<=",
+    ),
+    "fluss.recovery.read": About(
+        "records/s that `read_key` reads, decodes and indexes when every key of one bucket "
+        "recovers",
+        "a raw Arrow scan of the same offsets, no decoding",
+        "ours>=",
+    ),
+    "flink.concurrency.200x100ms": About(
+        "seconds from the first call's arrival to the last call's answer at a local HTTP "
+        "service: 200 runs over 200 keys in a PyFlink job at parallelism 1, each one durable "
+        "call that takes 100 ms (job start-up excluded)",
+        "the same 200 calls made one after the other",
+        "ratio<=",
+    ),
+    "flink.operator.overhead": About(
+        "ms per run of the durable agent operator on SQLite whose one durable call is instant "
+        "(two input sizes, the difference divided by the extra inputs: start-up cancels out)",
+        "a plain `KeyedProcessFunction` making the same call in `process_element`, timed the "
+        "same way",
+        "ratio<=",
+    ),
+    "cleanup.plan.per_million": About(
+        "seconds for `make_plan` to plan a cleanup over one million SQLite journal records "
+        "(10,000 keys x 25 runs; decode every record, the per-key rule, the plan document)",
+        "a raw `SELECT` of the same rows, bytes untouched",
+        "ratio<=",
+    ),
     "peer.dbos.step.sqlite": About(
         "µs of per-step overhead of our durable call on SQLite: one agent run through the local "
         "runner whose action makes 20 `durable_execute` calls, minus the same 20 plain calls, "
