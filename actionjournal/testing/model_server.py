@@ -22,8 +22,10 @@ import threading
 import time
 from collections import Counter
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from actionjournal.testing.http import JsonHandler, LocalService
 
 
 @dataclass(frozen=True)
@@ -41,14 +43,7 @@ class ModelRequest:
         return "\n".join(str(m.get("content", "")) for m in self.messages)
 
 
-class _QuietServer(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        pass  # clients killed mid-request (crash tests) are not errors
-
-
-class ModelServer:
+class ModelServer(LocalService):
     """``with ModelServer(latency={"judge": 0.2}) as server: server.url``.
 
     ``latency``: seconds per request, one number or per model (``default`` for others).
@@ -73,32 +68,13 @@ class ModelServer:
         self._cond = threading.Condition()
         self._in_flight = 0
         self._held: set[str] = set()
-        self._server = _QuietServer(("127.0.0.1", 0), self._handler())
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-
-    @property
-    def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
-
-    def start(self) -> ModelServer:
-        self._thread.start()
-        return self
+        self._serve(self._handler())
 
     def stop(self) -> None:
         with self._cond:
             self._held.clear()
             self._cond.notify_all()
-        self._server.shutdown()
-        self._server.server_close()
-
-    def __enter__(self) -> ModelServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+        super().stop()
 
     # -- inspection and control ----------------------------------------------------------
 
@@ -211,19 +187,8 @@ class ModelServer:
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(JsonHandler):
             protocol_version = "HTTP/1.1"  # keep-alive, as real servers and httpx pools expect
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-            def _reply(self, status: int, body: Any) -> None:
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
 
             def do_GET(self) -> None:
                 with server._cond:

@@ -27,18 +27,13 @@ import re
 import threading
 import time
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import unquote
 
+from actionjournal.testing.http import JsonHandler, LocalService
+
 _PATH = re.compile(r"^/api/agents/([^/]+)/threads/([^/]+)(/messages|/stream)?/?$")
-
-
-class _QuietServer(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        pass  # clients killed mid-request or mid-stream (on purpose, in crash tests) are not errors
 
 
 @dataclass
@@ -55,7 +50,7 @@ class _Run:
     progress: list[dict[str, Any]] = field(default_factory=list)
 
 
-class RemoteAgentService:
+class RemoteAgentService(LocalService):
     """The service, on 127.0.0.1 and a free port; ``with RemoteAgentService() as s: s.url``.
 
     ``run_seconds``: how long a run takes; it sends ``progress_events`` progress events
@@ -88,32 +83,13 @@ class RemoteAgentService:
         self._cond = threading.Condition()
         self._in_flight = 0
         self._stopping = threading.Event()
-        self._server = _QuietServer(("127.0.0.1", 0), self._handler())
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-
-    @property
-    def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
-
-    def start(self) -> RemoteAgentService:
-        self._thread.start()
-        return self
+        self._serve(self._handler())
 
     def stop(self) -> None:
         self._stopping.set()
         with self._cond:
             self._cond.notify_all()
-        self._server.shutdown()
-        self._server.server_close()
-
-    def __enter__(self) -> RemoteAgentService:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+        super().stop()
 
     def status(self, agent: str, thread: str) -> dict[str, Any]:
         """What ``GET .../threads/<thread>`` answers (without recording a probe)."""
@@ -192,18 +168,7 @@ class RemoteAgentService:
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         service = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-            def _reply(self, status: int, body: Any) -> None:
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
+        class Handler(JsonHandler):
             def _route(self) -> tuple[str, str, str] | None:
                 match = _PATH.match(self.path)
                 if match is None:

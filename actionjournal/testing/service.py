@@ -14,18 +14,13 @@ from __future__ import annotations
 import json
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-
-class _QuietServer(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        pass  # clients killed mid-request (on purpose, in crash tests) are not errors
+from actionjournal.testing.http import JsonHandler, LocalService
 
 
-class CountingService:
+class CountingService(LocalService):
     def __init__(self, delay: float = 0.0) -> None:
         self.delay = delay
         self.counts: dict[str, int] = {}
@@ -36,27 +31,7 @@ class CountingService:
         self._in_flight = 0
         self._gates: dict[str, threading.Event] = {}
         self._spans: list[tuple[float, float]] = []
-        self._server = _QuietServer(("127.0.0.1", 0), self._handler())
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
-
-    def start(self) -> CountingService:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-
-    def __enter__(self) -> CountingService:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+        self._serve(self._handler())
 
     def executions(self) -> int:
         with self._lock:
@@ -116,18 +91,7 @@ class CountingService:
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         service = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-            def _reply(self, status: int, body: Any) -> None:
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
+        class Handler(JsonHandler):
             def do_POST(self) -> None:
                 with service._lock:
                     service._in_flight += 1
