@@ -21,25 +21,33 @@ Two ways to use it:
 
 from __future__ import annotations
 
-import argparse
 import base64
 import contextlib
 import dataclasses
-import json
 import os
 import shutil
-import signal
-import socket
 import subprocess
-import sys
 import tempfile
 import time
 import uuid
-import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from actionjournal.tools import maven
+from actionjournal.tools.devproc import (
+    DevProcessError,
+    ServerProcess,
+    alive,
+    clear_state,
+    cmdline,
+    dev_main,
+    free_port,
+    java,
+    log_contains,
+    port_open,
+    read_state,
+    write_state,
+)
 
 __all__ = [
     "KAFKA_VERSION",
@@ -85,7 +93,7 @@ logger.request.level = WARN
 """
 
 
-class BrokerError(RuntimeError):
+class BrokerError(DevProcessError):
     """The broker could not be started, reached or stopped."""
 
 
@@ -132,14 +140,20 @@ class KafkaBroker:
         saved = _read_properties(self.config_path)
         saved_port = _listener_port(saved.get("listeners", ""), "PLAINTEXT")
         saved_controller = _listener_port(saved.get("listeners", ""), "CONTROLLER")
-        self.port = port or saved_port or _free_port()
-        self.controller_port = controller_port or saved_controller or _free_port(self.port)
+        self.port = port or saved_port or free_port()
+        self.controller_port = controller_port or saved_controller or free_port(self.port)
         self.properties = dict(properties or {})
         self.start_timeout = start_timeout
-        self.pid: int | None = None
-        self._proc: subprocess.Popen[bytes] | None = None
-        # A test that crashes before stop() must not leave a JVM behind.
-        self._finalizer: weakref.finalize | None = None
+        self._process = ServerProcess("broker", self.log_path)
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid
+
+    @pid.setter
+    def pid(self, pid: int) -> None:
+        """Take over a broker that another process started (``actionjournal dev kafka stop``)."""
+        self._process.attach(pid)
 
     @property
     def bootstrap(self) -> str:
@@ -169,28 +183,19 @@ class KafkaBroker:
         """Launch the broker (formatting storage on first start) and wait until it serves."""
         if self.is_running():
             return self.info()
-        self._forget()  # a previous process that died on its own
-        java = _java()
+        self._process.forget()  # a previous process that died on its own
+        java_bin = java()
         jars = kafka_jars()
         classpath = f"{jars}/*"
         self._write_config()
         if not (self.data_dir / "meta.properties").exists():
-            self._format(java, classpath)
-        log_offset = self.log_path.stat().st_size if self.log_path.exists() else 0
+            self._format(java_bin, classpath)
         cmd = [
-            java, *JVM_OPTS,
+            java_bin, *JVM_OPTS,
             f"-Dlog4j2.configurationFile={self.workdir / 'log4j2.properties'}",
             "-cp", classpath, "kafka.Kafka", str(self.config_path),
         ]  # fmt: skip
-        with open(self.log_path, "ab") as log:
-            # Own session: Ctrl-C in a terminal or test runner must not reach the broker
-            # before we get to stop it cleanly, and a detached dev broker must outlive us.
-            self._proc = subprocess.Popen(
-                cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                cwd=self.workdir, start_new_session=True,
-            )  # fmt: skip
-        self.pid = self._proc.pid
-        self._finalizer = weakref.finalize(self, _kill_quietly, self._proc)
+        log_offset = self._process.launch(cmd, self.workdir)
         try:
             self._wait_ready(log_offset)
         except BaseException:
@@ -200,22 +205,11 @@ class KafkaBroker:
 
     def stop(self, timeout: float = 20.0) -> None:
         """Shut down cleanly (SIGTERM), falling back to SIGKILL after ``timeout`` seconds."""
-        if self.pid is None:
-            return
-        if _signal(self.pid, signal.SIGTERM) and not self._wait_exit(timeout):
-            _signal(self.pid, signal.SIGKILL)
-            if not self._wait_exit(10):
-                raise BrokerError(f"broker pid {self.pid} survived SIGKILL")
-        self._forget()
+        self._process.stop(timeout)
 
     def kill(self) -> None:
         """Crash the broker (SIGKILL), as a power loss would; :meth:`restart` brings it back."""
-        if self.pid is None:
-            return
-        _signal(self.pid, signal.SIGKILL)
-        if not self._wait_exit(10):
-            raise BrokerError(f"broker pid {self.pid} survived SIGKILL")
-        self._forget()
+        self._process.kill()
 
     def restart(self) -> BrokerInfo:
         """Start again on the same ports and log dirs, stopping first if still running."""
@@ -223,11 +217,7 @@ class KafkaBroker:
         return self.start()
 
     def is_running(self) -> bool:
-        if self.pid is None:
-            return False
-        if self._proc is not None:
-            return self._proc.poll() is None
-        return _alive(self.pid)
+        return self._process.is_running()
 
     def close(self) -> None:
         """Stop the broker and delete the work directory if it was a temp dir we made."""
@@ -240,19 +230,12 @@ class KafkaBroker:
     def detach(self) -> BrokerInfo:
         """Leave the broker running after this object and this process are gone."""
         info = self.info()
-        if self._finalizer is not None:
-            self._finalizer.detach()
+        self._process.detach()
         self._owns_workdir = False
         return info
 
     def log_tail(self, lines: int = 30) -> str:
-        try:
-            with open(self.log_path, "rb") as f:
-                f.seek(max(0, f.seek(0, os.SEEK_END) - 64 * 1024))
-                text = f.read().decode("utf-8", "replace")
-        except OSError:
-            return "(no log file)"
-        return "\n".join(text.splitlines()[-lines:]) or "(log is empty)"
+        return self._process.log_tail(lines)
 
     def __enter__(self) -> KafkaBroker:
         try:
@@ -332,41 +315,20 @@ class KafkaBroker:
         deadline = time.monotonic() + self.start_timeout
         started = False
         while time.monotonic() < deadline:
-            assert self._proc is not None
-            if self._proc.poll() is not None:
+            code = self._process.exit_code()
+            if code is not None:
                 raise BrokerError(
-                    f"Kafka broker exited with code {self._proc.returncode} during startup "
+                    f"Kafka broker exited with code {code} during startup "
                     f"(workdir {self.workdir}); last log lines:\n{self.log_tail()}"
                 )
-            started = started or _log_contains(self.log_path, log_offset, _READY_LINE)
-            if started and _port_open(self.port) and _answers_metadata(self.bootstrap):
+            started = started or log_contains(self.log_path, log_offset, _READY_LINE)
+            if started and port_open(self.port) and _answers_metadata(self.bootstrap):
                 return
             time.sleep(0.2)
         raise BrokerError(
             f"Kafka broker did not start within {self.start_timeout:.0f} s on {self.bootstrap} "
             f"(workdir {self.workdir}); last log lines:\n{self.log_tail()}"
         )
-
-    def _wait_exit(self, timeout: float) -> bool:
-        if self._proc is not None:
-            try:
-                self._proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                return False
-            return True
-        deadline = time.monotonic() + timeout
-        while _alive(self.pid):  # type: ignore[arg-type]
-            if time.monotonic() > deadline:
-                return False
-            time.sleep(0.1)
-        return True
-
-    def _forget(self) -> None:
-        if self._finalizer is not None:
-            self._finalizer.detach()
-        self._finalizer = None
-        self._proc = None
-        self.pid = None
 
 
 @contextlib.contextmanager
@@ -383,10 +345,6 @@ def running_broker(**kwargs: object) -> Iterator[str]:
 # -- detached dev broker (actionjournal dev kafka ...) ----------------------------------------
 
 
-def _state_file() -> Path:
-    return maven.cache_dir("dev") / "kafka.json"
-
-
 def start(workdir: str | os.PathLike[str] | None = None, *, port: int | None = None) -> BrokerInfo:
     """Start the detached dev broker (or return the one already running).
 
@@ -398,24 +356,13 @@ def start(workdir: str | os.PathLike[str] | None = None, *, port: int | None = N
     broker = KafkaBroker(workdir or maven.cache_dir("dev", "kafka"), port=port)
     broker.start()
     info = broker.detach()
-    _state_file().write_text(json.dumps(dataclasses.asdict(info), indent=2) + "\n")
+    write_state("kafka", info)
     return info
 
 
 def status() -> BrokerInfo | None:
     """The detached dev broker if it is running, else None (clearing a stale state file)."""
-    path = _state_file()
-    try:
-        info = BrokerInfo(**json.loads(path.read_text()))
-    except FileNotFoundError:
-        return None
-    except (ValueError, TypeError):
-        path.unlink(missing_ok=True)
-        return None
-    if _is_our_broker(info):
-        return info
-    path.unlink(missing_ok=True)
-    return None
+    return read_state("kafka", BrokerInfo, _is_our_broker)
 
 
 def stop(timeout: float = 20.0) -> BrokerInfo | None:
@@ -426,57 +373,24 @@ def stop(timeout: float = 20.0) -> BrokerInfo | None:
     broker = KafkaBroker(info.workdir, port=info.port, controller_port=info.controller_port)
     broker.pid = info.pid
     broker.stop(timeout)
-    _state_file().unlink(missing_ok=True)
+    clear_state("kafka")
     return info
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``actionjournal dev kafka start|stop|status``; returns a process exit code."""
-    parser = argparse.ArgumentParser(
-        prog="actionjournal dev kafka",
+    return dev_main(
+        argv,
+        service="kafka",
+        what="broker",
         description=f"Run a single-node Apache Kafka {KAFKA_VERSION} broker (KRaft) for dev.",
+        start=lambda workdir, port: start(workdir, port=port),
+        stop=stop,
+        status=status,
     )
-    sub = parser.add_subparsers(dest="command", required=True)
-    p_start = sub.add_parser("start", help="start the broker and print its bootstrap address")
-    p_start.add_argument("--workdir", help="config, data and log dir (default: in the cache)")
-    p_start.add_argument("--port", type=int, help="client port (default: a free one)")
-    sub.add_parser("stop", help="stop the broker")
-    sub.add_parser("status", help="print the bootstrap address if running (exit 1 if not)")
-    args = parser.parse_args(argv)
-
-    try:
-        if args.command == "start":
-            info = start(args.workdir, port=args.port)
-            print(info.bootstrap)
-            print(f"pid {info.pid}, workdir {info.workdir}", file=sys.stderr)
-        elif args.command == "stop":
-            stopped = stop()
-            print(f"stopped broker pid {stopped.pid}" if stopped else "no broker running")
-        else:
-            info = status()
-            if info is None:
-                print("no broker running")
-                return 1
-            print(info.bootstrap)
-            print(f"pid {info.pid}, workdir {info.workdir}", file=sys.stderr)
-    except (BrokerError, maven.MavenError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    return 0
 
 
 # -- helpers ---------------------------------------------------------------------------------
-
-
-def _java() -> str:
-    home = os.environ.get("JAVA_HOME")
-    java = str(Path(home, "bin", "java")) if home else shutil.which("java")
-    if not java or not os.access(java, os.X_OK):
-        raise BrokerError(
-            "java not found: install a JDK 17+ (e.g. `apt-get install openjdk-17-jre-headless`)"
-            " or set JAVA_HOME"
-        )
-    return java
 
 
 def _cluster_id() -> str:
@@ -486,23 +400,6 @@ def _cluster_id() -> str:
         cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
         if not cid.startswith("-"):
             return cid
-
-
-def _free_port(avoid: int | None = None) -> int:
-    while True:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        if port != avoid:
-            return port
-
-
-def _port_open(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=1):
-            return True
-    except OSError:
-        return False
 
 
 def _answers_metadata(bootstrap: str) -> bool:
@@ -516,15 +413,6 @@ def _answers_metadata(bootstrap: str) -> bool:
     except Exception:
         return False
     return bool(md.brokers)
-
-
-def _log_contains(path: Path, offset: int, needle: str) -> bool:
-    try:
-        with open(path, "rb") as f:
-            f.seek(offset)
-            return needle.encode() in f.read()
-    except OSError:
-        return False
 
 
 def _read_properties(path: Path) -> dict[str, str]:
@@ -543,42 +431,12 @@ def _listener_port(listeners: str, name: str) -> int | None:
     return None
 
 
-def _signal(pid: int, sig: int) -> bool:
-    try:
-        os.kill(pid, sig)
-    except ProcessLookupError:
-        return False
-    return True
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # an exited but unreaped child still answers kill(0)
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
 def _is_our_broker(info: BrokerInfo) -> bool:
     """Guard against a recycled pid: the process must be kafka.Kafka with our config."""
-    if not _alive(info.pid):
+    if not alive(info.pid):
         return False
-    try:
-        cmdline = Path(f"/proc/{info.pid}/cmdline").read_bytes().split(b"\0")
-    except OSError:
+    args = cmdline(info.pid)
+    if args is None:
         return True  # no /proc (macOS): trust the state file
     config = str(Path(info.workdir) / "server.properties").encode()
-    return b"kafka.Kafka" in cmdline and config in cmdline
-
-
-def _kill_quietly(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.kill()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(10)
+    return b"kafka.Kafka" in args and config in args

@@ -1,0 +1,317 @@
+"""Process plumbing shared by the dev services (:mod:`dev_kafka`, :mod:`dev_fluss`).
+
+Both run JVM servers from Maven jars next to tests: find ``java``, pick free loopback ports,
+launch a server in its own session with its output appended to a log file, wait for it,
+stop it (SIGTERM, then SIGKILL) or crash it (SIGKILL), and remember a detached dev service
+in a small JSON state file so that another process can stop it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import weakref
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
+
+from actionjournal.tools import maven
+
+__all__ = [
+    "DevProcessError",
+    "ServerProcess",
+    "alive",
+    "clear_state",
+    "cmdline",
+    "dev_main",
+    "free_port",
+    "java",
+    "log_contains",
+    "log_tail",
+    "port_open",
+    "read_state",
+    "send_signal",
+    "write_state",
+]
+
+T = TypeVar("T")
+
+
+class DevProcessError(RuntimeError):
+    """A dev server could not be started, reached or stopped."""
+
+
+def java() -> str:
+    """Path of the ``java`` to run servers with: ``$JAVA_HOME/bin/java`` or the one on PATH."""
+    home = os.environ.get("JAVA_HOME")
+    found = str(Path(home, "bin", "java")) if home else shutil.which("java")
+    if not found or not os.access(found, os.X_OK):
+        raise DevProcessError(
+            "java not found: install a JDK 17+ (e.g. `apt-get install openjdk-17-jre-headless`)"
+            " or set JAVA_HOME"
+        )
+    return found
+
+
+def free_port(*avoid: int | None) -> int:
+    """A port on 127.0.0.1 that nothing listens on right now, other than those in ``avoid``."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in avoid:
+            return port
+
+
+def port_open(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+def log_contains(path: Path, offset: int, needle: str) -> bool:
+    """Whether ``needle`` was logged after byte ``offset`` (the log's size at launch)."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(offset)
+            return needle.encode() in f.read()
+    except OSError:
+        return False
+
+
+def log_tail(path: Path, lines: int = 30) -> str:
+    """The last ``lines`` lines of a log, for error messages."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(0, f.seek(0, os.SEEK_END) - 64 * 1024))
+            text = f.read().decode("utf-8", "replace")
+    except OSError:
+        return "(no log file)"
+    return "\n".join(text.splitlines()[-lines:]) or "(log is empty)"
+
+
+def send_signal(pid: int, sig: int) -> bool:
+    """Signal ``pid``; False if it no longer exists."""
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # an exited but unreaped child still answers kill(0)
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def cmdline(pid: int) -> list[bytes] | None:
+    """The command line of ``pid``, or None where there is no /proc (then trust state files)."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return None
+
+
+def _kill_quietly(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.kill()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(10)
+
+
+class ServerProcess:
+    """One server process: launched by us (a child) or attached to by pid (a detached one).
+
+    A launched process runs in its own session, so Ctrl-C in a terminal or test runner does
+    not reach it before we stop it cleanly, and a detached dev server outlives us. Until
+    :meth:`detach`, a process we launched is killed when this object is garbage collected,
+    so a test that crashes before stopping it leaves no JVM behind.
+    """
+
+    def __init__(self, name: str, log_path: Path) -> None:
+        self.name = name
+        self.log_path = log_path
+        self.pid: int | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._finalizer: weakref.finalize | None = None
+
+    def launch(self, cmd: Sequence[str], cwd: Path) -> int:
+        """Start ``cmd``; returns the log's size before launch (where its new output begins)."""
+        self.forget()
+        offset = self.log_path.stat().st_size if self.log_path.exists() else 0
+        with open(self.log_path, "ab") as log:
+            self._proc = subprocess.Popen(
+                list(cmd), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                cwd=cwd, start_new_session=True,
+            )  # fmt: skip
+        self.pid = self._proc.pid
+        self._finalizer = weakref.finalize(self, _kill_quietly, self._proc)
+        return offset
+
+    def attach(self, pid: int) -> None:
+        """Manage a process started by another (now gone) ``ServerProcess``."""
+        self.forget()
+        self.pid = pid
+
+    def exit_code(self) -> int | None:
+        """The exit code if a process we launched has exited, else None."""
+        return self._proc.poll() if self._proc is not None else None
+
+    def is_running(self) -> bool:
+        if self.pid is None:
+            return False
+        if self._proc is not None:
+            return self._proc.poll() is None
+        return alive(self.pid)
+
+    def stop(self, timeout: float = 20.0) -> None:
+        """Shut down cleanly (SIGTERM), falling back to SIGKILL after ``timeout`` seconds."""
+        if self.pid is None:
+            return
+        if send_signal(self.pid, signal.SIGTERM) and not self.wait_exit(timeout):
+            self.kill()
+            return
+        self.forget()
+
+    def kill(self) -> None:
+        """Crash the process (SIGKILL), as a power loss would."""
+        if self.pid is None:
+            return
+        send_signal(self.pid, signal.SIGKILL)
+        if not self.wait_exit(10):
+            raise DevProcessError(f"{self.name} pid {self.pid} survived SIGKILL")
+        self.forget()
+
+    def wait_exit(self, timeout: float) -> bool:
+        if self._proc is not None:
+            try:
+                self._proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                return False
+            return True
+        deadline = time.monotonic() + timeout
+        while self.pid is not None and alive(self.pid):
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.1)
+        return True
+
+    def detach(self) -> None:
+        """Leave the process running after this object and this Python process are gone."""
+        if self._finalizer is not None:
+            self._finalizer.detach()
+
+    def forget(self) -> None:
+        self.detach()
+        self._finalizer = None
+        self._proc = None
+        self.pid = None
+
+    def log_tail(self, lines: int = 30) -> str:
+        return log_tail(self.log_path, lines)
+
+
+# -- detached dev services: state files and the `actionjournal dev <service>` command ----------
+
+
+def _state_path(service: str) -> Path:
+    return maven.cache_dir("dev") / f"{service}.json"
+
+
+def write_state(service: str, info: Any) -> None:
+    """Record a detached service (a dataclass instance) so that another process can stop it."""
+    _state_path(service).write_text(json.dumps(dataclasses.asdict(info), indent=2) + "\n")
+
+
+def read_state(service: str, kind: Callable[..., T], is_ours: Callable[[T], bool]) -> T | None:
+    """The recorded service if ``is_ours`` still says it runs, else None (clearing the file)."""
+    path = _state_path(service)
+    try:
+        info = kind(**json.loads(path.read_text()))
+    except FileNotFoundError:
+        return None
+    except (ValueError, TypeError):
+        path.unlink(missing_ok=True)
+        return None
+    if is_ours(info):
+        return info
+    path.unlink(missing_ok=True)
+    return None
+
+
+def clear_state(service: str) -> None:
+    _state_path(service).unlink(missing_ok=True)
+
+
+class ServiceInfo(Protocol):
+    @property
+    def bootstrap(self) -> str: ...
+    @property
+    def pid(self) -> int: ...
+    @property
+    def workdir(self) -> str: ...
+
+
+def dev_main(
+    argv: Sequence[str] | None,
+    *,
+    service: str,
+    what: str,
+    description: str,
+    start: Callable[[str | None, int | None], ServiceInfo],
+    stop: Callable[[], ServiceInfo | None],
+    status: Callable[[], ServiceInfo | None],
+) -> int:
+    """``actionjournal dev <service> start|stop|status``; returns a process exit code.
+
+    ``what`` names the thing in messages ("broker", "cluster"); ``start`` takes the work
+    directory and client port options.
+    """
+    parser = argparse.ArgumentParser(prog=f"actionjournal dev {service}", description=description)
+    sub = parser.add_subparsers(dest="command", required=True)
+    p_start = sub.add_parser("start", help=f"start the {what} and print its bootstrap address")
+    p_start.add_argument("--workdir", help="config, data and log dir (default: in the cache)")
+    p_start.add_argument("--port", type=int, help="client port (default: a free one)")
+    sub.add_parser("stop", help=f"stop the {what}")
+    sub.add_parser("status", help="print the bootstrap address if running (exit 1 if not)")
+    args = parser.parse_args(argv)
+
+    try:
+        if args.command == "start":
+            info = start(args.workdir, args.port)
+            print(info.bootstrap)
+            print(f"pid {info.pid}, workdir {info.workdir}", file=sys.stderr)
+        elif args.command == "stop":
+            stopped = stop()
+            print(f"stopped {what} pid {stopped.pid}" if stopped else f"no {what} running")
+        else:
+            running = status()
+            if running is None:
+                print(f"no {what} running")
+                return 1
+            print(running.bootstrap)
+            print(f"pid {running.pid}, workdir {running.workdir}", file=sys.stderr)
+    except (DevProcessError, maven.MavenError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
