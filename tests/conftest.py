@@ -10,7 +10,12 @@ import pytest
 from actionjournal.stores import MemoryStore, SqliteStore
 from actionjournal.stores.base import ActionStateStore
 
-STORE_KINDS = ["memory", "sqlite", pytest.param("kafka", marks=pytest.mark.kafka)]
+STORE_KINDS = [
+    "memory",
+    "sqlite",
+    pytest.param("kafka", marks=pytest.mark.kafka),
+    pytest.param("fluss", marks=pytest.mark.fluss),
+]
 
 
 def make_store(kind: str, tmp_path: Path, **kwargs) -> ActionStateStore:
@@ -36,6 +41,18 @@ def kafka_bootstrap() -> Iterator[str]:
         yield bootstrap
 
 
+@pytest.fixture(scope="session")
+def fluss_bootstrap() -> Iterator[str]:
+    """``FLUSS_BOOTSTRAP`` if set, else a private Fluss cluster started on first use."""
+    if os.environ.get("FLUSS_BOOTSTRAP"):
+        yield os.environ["FLUSS_BOOTSTRAP"]
+        return
+    from actionjournal.tools.dev_fluss import running_cluster
+
+    with running_cluster() as bootstrap:
+        yield bootstrap
+
+
 @pytest.fixture(params=STORE_KINDS)
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ActionStateStore]:
     if request.param == "kafka":
@@ -45,6 +62,14 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ActionStat
         topic = f"contract-{uuid.uuid4().hex[:12]}"
         s = KafkaActionStateStore(
             KafkaStoreConfig(bootstrap_servers=bootstrap, topic=topic, partitions=4)
+        )
+    elif request.param == "fluss":
+        from actionjournal.stores.fluss import FlussActionStateStore, FlussStoreConfig
+
+        bootstrap = request.getfixturevalue("fluss_bootstrap")
+        table = f"contract_{uuid.uuid4().hex[:12]}"
+        s = FlussActionStateStore(
+            FlussStoreConfig(bootstrap_servers=bootstrap, table=table, buckets=4)
         )
     else:
         s = make_store(request.param, tmp_path)

@@ -2,6 +2,7 @@
 
 python tests/crash_agent.py STATE_DIR SERVICE_URL N_INPUTS [--crash POINT] [--reconcile]
     [--kafka BOOTSTRAP --topic TOPIC]   (journal in Kafka instead of STATE_DIR/journal.db)
+    [--fluss BOOTSTRAP --table TABLE]   (journal in a Fluss table, 4 buckets)
 """
 
 from __future__ import annotations
@@ -98,12 +99,20 @@ async def main(argv: list[str]) -> None:
     p.add_argument("--reconcile", action="store_true")
     p.add_argument("--kafka", metavar="BOOTSTRAP")
     p.add_argument("--topic", default="actionjournal")
+    p.add_argument("--fluss", metavar="BOOTSTRAP")
+    p.add_argument("--table", default="action_state")
     args = p.parse_args(argv)
     if args.kafka:
         from actionjournal.stores.kafka import KafkaActionStateStore, KafkaStoreConfig
 
         store = KafkaActionStateStore(
             KafkaStoreConfig(bootstrap_servers=args.kafka, topic=args.topic)
+        )
+    elif args.fluss:
+        from actionjournal.stores.fluss import FlussActionStateStore, FlussStoreConfig
+
+        store = FlussActionStateStore(
+            FlussStoreConfig(bootstrap_servers=args.fluss, table=args.table, buckets=4)
         )
     else:
         store = SqliteStore(args.state_dir / "journal.db")

@@ -1,4 +1,4 @@
-"""Kafka fixtures: admin client, unique topics, stores, a private broker to kill.
+"""Kafka and Fluss fixtures: admin clients, unique topics/tables, stores, private clusters.
 
 ``kafka_bootstrap`` (session: ``KAFKA_BOOTSTRAP`` or a private broker) lives in
 tests/conftest.py so the store contract suite in tests/unit can use it too.
@@ -6,6 +6,7 @@ tests/conftest.py so the store contract suite in tests/unit can use it too.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import uuid
 from collections.abc import Callable, Iterator
@@ -63,6 +64,84 @@ def private_broker() -> Iterator[KafkaBroker]:
     """A broker of this test alone, to kill and restart."""
     with KafkaBroker() as broker:
         yield broker
+
+
+# -- Fluss -------------------------------------------------------------------------------------
+# pyfluss is imported inside the fixtures, so the Kafka tests run where it is not installed.
+# ``fluss_bootstrap`` (session: ``FLUSS_BOOTSTRAP`` or a private cluster) is in tests/conftest.py.
+
+
+@pytest.fixture(scope="session")
+def fluss_run(fluss_bootstrap: str) -> Callable[[Callable[[Any], Any]], Any]:
+    """``fluss_run(work)``: ``await work(connection)`` on a fresh pyfluss connection."""
+    import fluss
+
+    def run(work: Callable[[Any], Any]) -> Any:
+        async def main() -> Any:
+            config = fluss.Config({"bootstrap.servers": fluss_bootstrap})
+            conn = await fluss.FlussConnection.create(config)
+            try:
+                return await work(conn)
+            finally:
+                await conn.close()
+
+        return asyncio.run(main())
+
+    return run
+
+
+def drop_fluss_table(fluss_run: Callable[..., Any], table: str) -> None:
+    import fluss
+
+    path = fluss.TablePath("actionjournal", table)
+    fluss_run(lambda conn: conn.get_admin().drop_table(path, ignore_if_not_exists=True))
+
+
+@pytest.fixture
+def fluss_table(fluss_run: Callable[..., Any]) -> Iterator[str]:
+    """A fresh table name per test; the table is dropped afterwards (best effort)."""
+    name = f"aj_test_{uuid.uuid4().hex[:12]}"
+    yield name
+    with contextlib.suppress(Exception):
+        drop_fluss_table(fluss_run, name)
+
+
+@pytest.fixture
+def fluss_store(fluss_bootstrap: str) -> Iterator[Callable[..., Any]]:
+    """Factory of Fluss stores on the session cluster (default 4 buckets); closed at the end."""
+    from actionjournal.stores.fluss import FlussActionStateStore, FlussStoreConfig
+
+    stores: list[FlussActionStateStore] = []
+
+    def make(table: str, codec: Any = None, **settings: Any) -> FlussActionStateStore:
+        settings.setdefault("bootstrap_servers", fluss_bootstrap)
+        settings.setdefault("buckets", 4)
+        store = FlussActionStateStore(FlussStoreConfig(table=table, **settings), codec)
+        stores.append(store)
+        return store
+
+    yield make
+    for store in stores:
+        store.close()
+
+
+@pytest.fixture(scope="module")
+def fault_cluster() -> Iterator[Any]:
+    """A Fluss cluster of one test module alone, whose tablet server tests stop and kill.
+
+    Small log segments tiered every second, so a table with a short ``table.log.ttl`` loses
+    its old records within seconds; the high watermark checkpointed only hourly, so a killed
+    tablet server deterministically loses the records acknowledged since it started.
+    """
+    from actionjournal.tools.dev_fluss import FlussCluster
+
+    options = {
+        "log.segment.file-size": "64kb",
+        "remote.log.task-interval-duration": "1s",
+        "log.replica.high-watermark.checkpoint-interval": "1h",
+    }
+    with FlussCluster(server_options=options) as cluster:
+        yield cluster
 
 
 @pytest.fixture(scope="session")
