@@ -86,7 +86,8 @@ class AgentEngine:
         recorded = self._recorded_run(key_id, state)
         memory = self.env.values.decode(state.memory) if state.memory else {}
         pending = state.pending[0]
-        run = Run(self.env, key, key_id, pending.seq, pending.input, memory, recorded)
+        stale = state.marker is not None and self._skipped(state.marker) is not None
+        run = Run(self.env, key, key_id, pending.seq, pending.input, memory, recorded, stale)
         return await run.execute()
 
     def complete(self, state: KeyState, result: RunResult) -> KeyState:

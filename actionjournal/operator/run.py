@@ -63,8 +63,10 @@ class Run:
         input_data: bytes,
         memory: dict[str, Any],
         recorded: RecordedRun,
+        refresh_marker: bool = False,
     ) -> None:
         self.env = env
+        self.refresh_marker = refresh_marker
         self.key = key
         self.seq = seq
         self.input_data = input_data
@@ -118,14 +120,14 @@ class Run:
             if tasks:
                 await asyncio.gather(*tasks, return_exceptions=True)
         marker = None
-        if self.recorded.completed is None:
+        if self.recorded.completed is None or self.refresh_marker:
+            # Also after a full replay when the key's marker points into a skipped journal
+            # (upgrade mode): the marker then moves into the current one.
             record = self.writer.build(
                 RunCompleted, at=time.time(), input_digest=input_digest(self.input_data)
             )
             marker = await asyncio.to_thread(self.writer.write, record)
-            self.env.counts.run("completed")
-        else:
-            self.env.counts.run("replayed")
+        self.env.counts.run("completed" if self.recorded.completed is None else "replayed")
         return RunResult(self.outputs, self.short_term, marker)
 
     def _dispatch(self, event: Event, attributes: bytes) -> list[asyncio.Task[Any]]:

@@ -6,15 +6,17 @@ and action executions are counted by the scenario's HTTP service.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import sqlite3
 import time
 
 import pytest
 
-from actionjournal import Agent, InputEvent, JournalConfig, OutputEvent, action
+from actionjournal import Agent, InputEvent, JournalConfig, LocalRunner, OutputEvent, action
 from actionjournal.durable.errors import CleanupBoundaryError, MarkerMismatchError
 from actionjournal.durable.records import CONTROL_KEY, CleanupBoundary
+from actionjournal.stores import SqliteStore
 from actionjournal.testing.harness import RestoreMode, call_service
 
 
@@ -129,3 +131,36 @@ def test_restoring_state_older_than_a_cleanup_boundary_fails_loudly(scenario, aj
     with pytest.raises(CleanupBoundaryError, match=r"position \d+, but cleanup deleted"):
         scenario.restore(old)
     assert scenario.calls() == {"work": 2}, "an action was silently re-run"
+
+
+def test_a_fully_replayed_run_moves_the_marker_into_the_new_journal(tmp_path):
+    """After an upgrade, a key whose runs all replay must not keep the skipped marker."""
+
+    class Echo(Agent):
+        uid = "echo"
+
+        @action(InputEvent)
+        def handle(self, event, ctx):
+            pass
+
+    old_store, new_store = SqliteStore(tmp_path / "old.db"), SqliteStore(tmp_path / "new.db")
+    upgrade = JournalConfig(upgrade="fresh")
+
+    async def go(store, config, inputs, restore=None, save=None):
+        runner = (
+            LocalRunner.restore(restore, Echo(), store, config)
+            if restore
+            else LocalRunner(Echo(), store, config)
+        )
+        runner.resume()
+        await runner.run(inputs)
+        if save:
+            runner.snapshot(save)
+        return runner
+
+    asyncio.run(go(old_store, None, [("k", 1)], save=tmp_path / "old"))
+    asyncio.run(go(new_store, upgrade, [("k", 1), ("k", 2)], restore=tmp_path / "old"))
+    # A failure before the first new checkpoint: the old state again, run 2 fully replays.
+    runner = asyncio.run(go(new_store, upgrade, [("k", 1), ("k", 2)], restore=tmp_path / "old"))
+    [(_, state)] = runner.states.values()
+    assert state.marker.store == new_store.identity
