@@ -1,0 +1,222 @@
+"""Fluss store benchmarks against a real cluster, each side by side with raw pyfluss.
+
+Entries (run with ``make bench BENCH=fluss.``, or ``python -m benchmarks.bench_fluss
+[BOOTSTRAP]``; ``FLUSS_BOOTSTRAP`` picks an existing cluster, else a private one starts):
+
+* ``fluss.append.p50`` / ``.p99``: one append of a ~200-byte record through the store vs a
+  raw pyfluss ``append(row)`` + ``wait()`` of the same row with the same writer settings
+  (acks=all, idempotent, no batching delay), interleaved so both see the same cluster. The
+  store also learns the record's offset for its marker (pyfluss does not report it): one
+  more round trip to the bucket leader, printed separately as "raw + offset probe".
+* ``fluss.recovery.read``: records/s that ``read_key`` reads, decodes and indexes to recover
+  every key of one bucket, vs a raw Arrow scan of the same offsets (no decoding).
+
+Every benchmark uses its own new table with the store's default 64 buckets.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import fluss
+import pyarrow as pa
+
+from actionjournal.durable.codec import RecordCodec
+from actionjournal.durable.records import RunCompleted
+from actionjournal.stores.fluss import FlussActionStateStore, FlussStoreConfig
+from benchmarks.common import entry
+
+RECORD_BYTES = 200
+
+
+def record(key: str, seq: int) -> RunCompleted:
+    """A record whose envelope is about RECORD_BYTES long."""
+    digest = "x" * (RECORD_BYTES - 40 - len(key))
+    return RunCompleted("bench", "op", 0, key, seq, at=time.time(), input_digest=digest)
+
+
+def _store(bootstrap: str, table: str | None = None) -> FlussActionStateStore:
+    table = table or f"bench_{uuid.uuid4().hex[:12]}"
+    return FlussActionStateStore(FlussStoreConfig(bootstrap_servers=bootstrap, table=table))
+
+
+class _Raw:
+    """A plain pyfluss client on its own event loop in the calling thread."""
+
+    def __init__(self, bootstrap: str, table: str, **settings: str) -> None:
+        self.loop = asyncio.new_event_loop()
+        config = fluss.Config({"bootstrap.servers": bootstrap, **settings})
+        self.conn = self.run(lambda: fluss.FlussConnection.create(config))
+        path = fluss.TablePath("actionjournal", table)
+        self.table = self.run(lambda: self.conn.get_table(path))
+
+    def run(self, start: Callable[[], Awaitable[Any]]) -> Any:
+        """Await ``start()`` on this loop (pyfluss binds its futures to the running loop)."""
+
+        async def call() -> Any:
+            return await start()
+
+        return self.loop.run_until_complete(call())
+
+    def close(self) -> None:
+        self.run(self.conn.close)
+        self.loop.close()
+
+
+def _percentile(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def bench_append_latency(bootstrap: str, n: int = 1000) -> list[dict]:
+    store = _store(bootstrap)
+    raw = _Raw(bootstrap, store.config.table, **{"writer.batch-timeout-ms": "0"})
+    writer = raw.table.new_append().create_writer()
+    key = "latency-key"
+    bucket = store.partition_of(key)
+    row = (key, "bench", "op", RecordCodec().encode(record(key, 0)))
+    table_id = raw.table.get_table_info().table_id
+    ours: list[float] = []
+    base: list[float] = []
+    probed: list[float] = []
+
+    def one_ours(seq: int) -> float:
+        rec = record(key, seq)
+        start = time.perf_counter()
+        store.append(rec)
+        return time.perf_counter() - start
+
+    def one_raw(probe: bool = False) -> float:
+        start = time.perf_counter()
+        raw.run(lambda: writer.append(row).wait())
+        if probe:  # what the store adds to learn the offset: a one-record limit scan
+            scan = raw.table.new_scan().limit(1)
+            scanner = scan.create_bucket_batch_scanner(fluss.TableBucket(table_id, bucket))
+            raw.run(scanner.collect_all_batches)
+        return time.perf_counter() - start
+
+    for i in range(50):  # connections, metadata, writer ids
+        one_ours(i)
+        one_raw()
+    for i in range(n):  # interleaved, alternating which goes first
+        if i % 2:
+            ours.append(one_ours(i))
+            base.append(one_raw())
+        else:
+            base.append(one_raw())
+            ours.append(one_ours(i))
+        if i % 4 == 0:
+            probed.append(one_raw(probe=True))
+    store.close()
+    raw.close()
+    ms = 1000.0
+    print(
+        f"append: {n} interleaved; p50 ours {_percentile(ours, 0.5) * ms:.3f} ms, raw "
+        f"{_percentile(base, 0.5) * ms:.3f} ms, raw + offset probe "
+        f"{_percentile(probed, 0.5) * ms:.3f} ms"
+    )
+    return [
+        entry("fluss.append.p50", "ms", _percentile(ours, 0.5) * ms,
+              _percentile(base, 0.5) * ms, 1.25),
+        entry("fluss.append.p99", "ms", _percentile(ours, 0.99) * ms,
+              _percentile(base, 0.99) * ms, 2.0),
+    ]  # fmt: skip
+
+
+def bench_recovery_read(bootstrap: str, records: int = 30000, keys: int = 300) -> dict:
+    writer = _store(bootstrap)
+    table = writer.config.table
+    # Keys of one bucket, as after a restart every key of a bucket recovers.
+    names = (f"user-{n}" for n in range(10**9))
+    bucket_keys: list[str] = []
+    while len(bucket_keys) < keys:
+        name = next(names)
+        if writer.partition_of(name) == 0:
+            bucket_keys.append(name)
+    writer.close()
+    codec = RecordCodec()
+    raw = _Raw(bootstrap, table)
+    append = raw.table.new_append().create_writer()
+    for i in range(records):  # fill fast: no per-row waits, one flush
+        key = bucket_keys[i % keys]
+        append.append((key, "bench", "op", codec.encode(record(key, i // keys))))
+    raw.run(append.flush)
+
+    reader = _store(bootstrap, table)
+    # pyarrow imports pandas on its first conversion to Python objects (~0.3 s, once per
+    # process): not a cost of a recovery.
+    pa.array([b"warm-up"]).to_pylist()
+    start = time.perf_counter()
+    got = sum(len(reader.read_key("bench", "op", key, None)) for key in bucket_keys)
+    ours = time.perf_counter() - start
+    reader.close()
+    assert got == records, f"read {got} of {records} records"
+
+    async def scan() -> int:
+        scanner = await reader_raw.table.new_scan().create_record_batch_log_scanner()
+        scanner.subscribe(0, 0)
+        seen = 0
+        while seen < records:
+            for rb in await scanner.poll_record_batch(500):
+                rb.batch.column(3)  # the record bytes, as Arrow: no Python objects
+                seen += rb.batch.num_rows
+        return seen
+
+    reader_raw = _Raw(bootstrap, table, **{"scanner.log.fetch.wait-max-time-ms": "10"})
+    start = time.perf_counter()
+    seen = reader_raw.run(scan)
+    base = time.perf_counter() - start
+    reader_raw.close()
+    raw.close()
+    assert seen == records
+    print(
+        f"recovery: {records} records of {keys} keys in one bucket; read_key took "
+        f"{ours * 1000:.0f} ms (one end-offset probe per key, one pass over the bucket, Arrow "
+        f"to Python, decode); the raw Arrow scan took {base * 1000:.0f} ms"
+    )
+    return entry("fluss.recovery.read", "records/s", records / ours, records / base, 200000)
+
+
+def run(bootstrap: str) -> list[dict]:
+    """Run every Fluss benchmark against ``bootstrap``; print and return the entries."""
+    results = [*bench_append_latency(bootstrap), bench_recovery_read(bootstrap)]
+    print(f"{'name':24} {'unit':10} {'ours':>10} {'baseline':>10} {'ratio':>7} {'target':>8}")
+    for r in results:
+        print(
+            f"{r['name']:24} {r['unit']:10} {r['ours']:>10} {r['baseline']:>10} "
+            f"{r['ratio']:>7} {r['target']:>8}"
+        )
+    return results
+
+
+def _cluster(ctx: Any) -> str:
+    """``FLUSS_BOOTSTRAP``, or a private cluster started once per benchmark run."""
+    bootstrap = getattr(ctx, "fluss_bootstrap", None) or os.environ.get("FLUSS_BOOTSTRAP")
+    if not bootstrap:
+        from actionjournal.tools.dev_fluss import running_cluster
+
+        bootstrap = ctx.enter_context(running_cluster())
+    ctx.fluss_bootstrap = bootstrap
+    return bootstrap
+
+
+BENCHMARKS = {
+    "fluss.append": lambda ctx: bench_append_latency(_cluster(ctx)),
+    "fluss.recovery.read": lambda ctx: bench_recovery_read(_cluster(ctx)),
+}
+
+if __name__ == "__main__":
+    import sys
+
+    from actionjournal.tools.dev_fluss import running_cluster
+
+    if len(sys.argv) > 1:
+        run(sys.argv[1])
+    else:
+        with running_cluster() as address:
+            run(address)
