@@ -64,6 +64,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ActionStat
             KafkaStoreConfig(bootstrap_servers=bootstrap, topic=topic, partitions=4)
         )
     elif request.param == "fluss":
+        pytest.importorskip("fluss")  # pyfluss: the "fluss" extra
         from actionjournal.stores.fluss import FlussActionStateStore, FlussStoreConfig
 
         bootstrap = request.getfixturevalue("fluss_bootstrap")

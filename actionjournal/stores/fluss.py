@@ -416,17 +416,14 @@ class FlussActionStateStore(ActionStateStore):
     async def _append(self, row: tuple[str, str, str, bytes], bucket: int) -> int:
         generation = self._generation
         try:
-            return await asyncio.wait_for(
-                self._append_acked(row, bucket), self.config.ack_timeout_s
-            )
+            async with asyncio.timeout(self.config.ack_timeout_s):
+                if self._writer is None:
+                    await self._fresh_table()
+                await self._writer.append(row).wait()
+                return await self._end_offset(bucket) - 1
         except BaseException:
             self._invalidate(generation)
             raise
-
-    async def _append_acked(self, row: tuple[str, str, str, bytes], bucket: int) -> int:
-        await self._fresh_table()
-        await self._writer.append(row).wait()
-        return await self._end_offset(bucket) - 1
 
     def _invalidate(self, generation: int) -> None:
         """After a failure, write through a new table handle and writer.
