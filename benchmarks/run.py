@@ -20,6 +20,7 @@ from benchmarks import (
     bench_core,
     bench_examples,
     bench_flink,
+    bench_fluss,
     bench_kafka,
     bench_peer,
     report,
@@ -27,7 +28,15 @@ from benchmarks import (
 from benchmarks.common import BenchContext, unavailable
 from benchmarks.postgres import ServiceUnavailable
 
-MODULES = [bench_cleanup, bench_core, bench_kafka, bench_flink, bench_peer, bench_examples]
+MODULES = [
+    bench_cleanup,
+    bench_core,
+    bench_kafka,
+    bench_fluss,
+    bench_flink,
+    bench_peer,
+    bench_examples,
+]
 
 RESULTS = Path(__file__).parent / "results" / "latest.json"
 

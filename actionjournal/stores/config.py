@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from actionjournal.durable.codec import RecordCodec
 from actionjournal.stores.base import ActionStateStore
+from actionjournal.stores.fluss_config import FlussStoreConfig
 from actionjournal.stores.kafka_config import KafkaStoreConfig
 
 
@@ -29,12 +30,14 @@ class NoStoreConfig(BaseModel):
 
 
 StoreConfig = Annotated[
-    SqliteStoreConfig | KafkaStoreConfig | NoStoreConfig, Field(discriminator="backend")
+    SqliteStoreConfig | KafkaStoreConfig | FlussStoreConfig | NoStoreConfig,
+    Field(discriminator="backend"),
 ]
 
 
 def open_store(
-    config: SqliteStoreConfig | KafkaStoreConfig | NoStoreConfig, codec: RecordCodec
+    config: SqliteStoreConfig | KafkaStoreConfig | FlussStoreConfig | NoStoreConfig,
+    codec: RecordCodec,
 ) -> ActionStateStore:
     """Open the configured store; client libraries are imported only for the chosen backend."""
     if isinstance(config, NoStoreConfig):
@@ -45,6 +48,10 @@ def open_store(
         from actionjournal.stores.sqlite import SqliteStore
 
         return SqliteStore(config.path, codec)
+    if isinstance(config, FlussStoreConfig):
+        from actionjournal.stores.fluss import FlussActionStateStore
+
+        return FlussActionStateStore(config, codec)
     from actionjournal.stores.kafka import KafkaActionStateStore
 
     return KafkaActionStateStore(config, codec)

@@ -8,10 +8,11 @@ from collections.abc import Sequence
 USAGE = """usage: actionjournal COMMAND ...
 
 commands:
-  demo                          run the crash-and-recover demo on SQLite
+  demo [--local]                run the crash-and-recover demo (a PyFlink job) on SQLite
   journal inspect ...           runs, actions and calls of a key; a namespace summary
   cleanup plan|apply ...        plan, then apply, a safe deletion of finished runs
   dev kafka start|stop|status   a local Apache Kafka broker for development
+  dev fluss start|stop|status   a local Apache Fluss cluster for development
 """
 
 
@@ -33,6 +34,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from actionjournal.tools import dev_kafka
 
         return dev_kafka.main(args[2:])
+    if args[:2] == ["dev", "fluss"]:
+        from actionjournal.tools import dev_fluss
+
+        return dev_fluss.main(args[2:])
     print(USAGE, file=sys.stderr if args and args[0] not in ("-h", "--help") else sys.stdout)
     return 0 if args[:1] in (["-h"], ["--help"]) else 2
 
