@@ -68,9 +68,9 @@ class Triage(Agent):
 
     uid = "triage"
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, reconcile: bool = True) -> None:
         self.url = url
-        self.reconciler = probe_service(url)
+        self.reconciler = probe_service(url) if reconcile else None
 
     @action(InputEvent)
     def classify(self, event: Event, ctx: RunnerContext) -> None:
@@ -106,9 +106,12 @@ def tickets(n: int) -> list[tuple[str, dict[str, Any]]]:
     return [(f"user_{i % 3}", {"id": i, "text": f"topic{i % 4} ticket {i}"}) for i in range(n)]
 
 
-async def child(state: Path, url: str, n: int, crash_at: str | None) -> dict[str, int]:
-    store = CrashingStore(SqliteStore(state / "journal.db"), crash_at)
-    agent = Triage(url)
+async def run_local(state: Path, agent: Agent, store: Any, n: int) -> dict[str, int]:
+    """Run ``tickets(n)`` on the local runner, resuming from ``state/snapshot`` if present.
+
+    Snapshots every two inputs; outputs go to ``state/outputs.jsonl`` as they are emitted,
+    and the final keyed state to ``state/final``.
+    """
     snapshot = state / "snapshot"
     with open(state / "outputs.jsonl", "a") as sink:
 
@@ -122,7 +125,13 @@ async def child(state: Path, url: str, n: int, crash_at: str | None) -> dict[str
         else:
             runner = LocalRunner(agent, store, on_output=emit)
         await runner.run(tickets(n), snapshot_path=snapshot, snapshot_every=2, pace=0.002)
+    runner.snapshot(state / "final")
     return runner.counts
+
+
+async def child(state: Path, url: str, n: int, crash_at: str | None) -> dict[str, int]:
+    store = CrashingStore(SqliteStore(state / "journal.db"), crash_at)
+    return await run_local(state, Triage(url), store, n)
 
 
 def run_child(state: Path, url: str, n: int, crash_at: str | None) -> subprocess.CompletedProcess:
