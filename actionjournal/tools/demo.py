@@ -178,7 +178,9 @@ def flink_demo(directory: Path, n: int, service: CountingService) -> tuple[dict,
     journal = functools.partial(open_store, SqliteStoreConfig(path=str(directory / "journal.db")))
     store = CrashOnce(str(directory / "worker-killed"), CRASH_AT, journal)
     elements = [json.dumps({"user": user, **ticket}) for user, ticket in tickets(n)]
-    source = paced_source(env, elements, per_second=6)
+    # Slow enough that every user still has tickets coming after the failure: see the
+    # known limit in docs/flink.md (a key without later input is not resumed).
+    source = paced_source(env, elements, per_second=3)
     parsed = source.map(json.loads, output_type=Types.PICKLED_BYTE_ARRAY())
     job = agents.from_datastream(parsed, key_selector=_user).apply(
         Triage(service.url), store_factory=store
