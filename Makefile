@@ -1,5 +1,5 @@
 # make demo   - set up .venv and run the crash-and-recover demo: a PyFlink job on SQLite
-# make test   - set up .venv and run the whole suite (starts a local Kafka broker itself)
+# make test   - set up .venv and run the whole suite (starts a local Kafka broker and Fluss cluster)
 # make test-fast - unit tests only, no services, no Flink
 # make bench  - benchmarks (starts Kafka and PostgreSQL itself) and docs/performance.md;
 #               BENCH=prefix runs only entries whose name starts with prefix
