@@ -88,6 +88,13 @@ class ActionStateStore(ABC):
         (exclusive) of what was written so far. Positions in between may be gaps."""
         raise NotImplementedError(f"{type(self).__name__} does not support the operator tools")
 
+    def scan_bounds(self, partition: int, start: int | None, end: int | None) -> tuple[int, int]:
+        """``[start, end)`` of a scan, clipped to what the partition retains now."""
+        low, high = self.position_range(partition)
+        return (low if start is None else max(start, low)), (
+            high if end is None else min(end, high)
+        )
+
     def scan(
         self,
         partition: int,

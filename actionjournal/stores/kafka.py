@@ -561,9 +561,7 @@ class KafkaActionStateStore(ActionStateStore):
         foreign: bool = False,
         progress: Progress | None = None,
     ) -> Iterator[ScannedRecord]:
-        low, high = self.position_range(partition)
-        start = low if start is None else max(start, low)
-        end = high if end is None else min(end, high)
+        start, end = self.scan_bounds(partition, start, end)
         if start >= end:
             return
         # A consumer of its own: the caller may take its time between records.

@@ -69,9 +69,7 @@ class MemoryStore(ActionStateStore):
         foreign: bool = False,
         progress: Progress | None = None,
     ) -> Iterator[ScannedRecord]:
-        low, high = self.position_range(partition)
-        start = low if start is None else max(start, low)
-        end = high if end is None else min(end, high)
+        start, end = self.scan_bounds(partition, start, end)
         with self._lock:
             entries = self.entries[start - self.first_position : end - self.first_position]
         for position, entry in enumerate(entries, start):

@@ -167,9 +167,7 @@ class SqliteStore(ActionStateStore):
         foreign: bool = False,
         progress: Progress | None = None,
     ) -> Iterator[ScannedRecord]:
-        low, high = self.position_range(partition)
-        start = low if start is None else max(start, low)
-        end = high if end is None else min(end, high)
+        start, end = self.scan_bounds(partition, start, end)
         # Batches by position, so the connection is never held while the caller works.
         conditions = ["pos > ?", "pos < ?"]
         extra: list[str] = []

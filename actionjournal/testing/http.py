@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
+import time
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 
@@ -18,6 +21,12 @@ class _QuietServer(ThreadingHTTPServer):
 class JsonHandler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         pass
+
+    def read_body(self) -> bytes | None:
+        """The request body, or None when the client died mid-request (nothing happened)."""
+        length = int(self.headers.get("Content-Length", 0))
+        raw = self.rfile.read(length)
+        return raw if len(raw) == length else None
 
     def _reply(self, status: int, body: Any) -> None:
         data = json.dumps(body).encode()
@@ -35,6 +44,8 @@ class LocalService:
     """
 
     def _serve(self, handler: type[BaseHTTPRequestHandler]) -> None:
+        self._flight_lock = threading.Lock()
+        self._in_flight = 0
         self._server = _QuietServer(("127.0.0.1", 0), handler)
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
@@ -52,6 +63,37 @@ class LocalService:
     def stop(self) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+    @contextlib.contextmanager
+    def serving(self) -> Iterator[None]:
+        """Count a request as in flight while the block runs (see :meth:`wait_idle`)."""
+        with self._flight_lock:
+            self._in_flight += 1
+        try:
+            yield
+        finally:
+            with self._flight_lock:
+                self._in_flight -= 1
+
+    def waiting(self) -> int:
+        """Requests in flight now (e.g. held at a gate, or sleeping out a latency)."""
+        with self._flight_lock:
+            return self._in_flight
+
+    def wait_idle(self, quiet: float = 0.2, timeout: float = 10.0) -> None:
+        """Wait until no request has been in flight for ``quiet`` seconds.
+
+        A client killed mid-request may leave bytes that the service handles after
+        the kill; counts are only final once those are done.
+        """
+        deadline = time.monotonic() + timeout
+        quiet_since = time.monotonic()
+        while time.monotonic() < deadline:
+            if self.waiting():
+                quiet_since = time.monotonic()
+            elif time.monotonic() - quiet_since >= quiet:
+                return
+            time.sleep(0.02)
 
     def __enter__(self) -> Self:
         return self.start()

@@ -66,7 +66,6 @@ class ModelServer(LocalService):
         self.counts: Counter[str] = Counter()
         """Requests received per request key: a value above 1 means it was asked again."""
         self._cond = threading.Condition()
-        self._in_flight = 0
         self._held: set[str] = set()
         self._serve(self._handler())
 
@@ -102,22 +101,6 @@ class ModelServer(LocalService):
         with self._cond:
             self._held.discard(model)
             self._cond.notify_all()
-
-    def waiting(self) -> int:
-        """Requests in flight now (sleeping out their latency or held)."""
-        with self._cond:
-            return self._in_flight
-
-    def wait_idle(self, quiet: float = 0.2, timeout: float = 10.0) -> None:
-        """Wait until no request has been in flight for ``quiet`` seconds."""
-        deadline = time.monotonic() + timeout
-        quiet_since = time.monotonic()
-        while time.monotonic() < deadline:
-            if self.waiting():
-                quiet_since = time.monotonic()
-            elif time.monotonic() - quiet_since >= quiet:
-                return
-            time.sleep(0.02)
 
     def latency_of(self, model: str) -> float:
         return self.latency.get(model, self.latency.get("default", 0.0))
@@ -201,9 +184,8 @@ class ModelServer(LocalService):
                 self._reply(404, {"error": f"no route {self.path}"})
 
             def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length", 0))
-                raw = self.rfile.read(length)
-                if len(raw) < length:  # the client died mid-request: nothing was asked
+                raw = self.read_body()
+                if raw is None:  # the client died mid-request: nothing was asked
                     return
                 protocol = {"/api/chat": "ollama", "/v1/chat/completions": "openai"}.get(
                     self.path.rstrip("/")
@@ -226,13 +208,8 @@ class ModelServer(LocalService):
                     return self._error(
                         protocol, 404, f'model "{model}" not found, try pulling it first'
                     )
-                with server._cond:
-                    server._in_flight += 1
-                try:
+                with server.serving():
                     self._reply(200, server._answer(server._receive(protocol, body)))
-                finally:
-                    with server._cond:
-                        server._in_flight -= 1
 
             def _error(self, protocol: str, status: int, message: str) -> None:
                 if protocol == "ollama":

@@ -81,7 +81,6 @@ class RemoteAgentService(LocalService):
         """(thread, status answered) for every status GET, in order."""
         self.runs: dict[tuple[str, str], _Run] = {}
         self._cond = threading.Condition()
-        self._in_flight = 0
         self._stopping = threading.Event()
         self._serve(self._handler())
 
@@ -106,23 +105,6 @@ class RemoteAgentService(LocalService):
                     raise TimeoutError(f"thread {thread} of {agent} still running after {timeout}s")
                 self._cond.wait(left)
             return self._status(agent, thread)
-
-    def wait_idle(self, quiet: float = 0.2, timeout: float = 10.0) -> None:
-        """Wait until no POST has been in flight for ``quiet`` seconds.
-
-        A client killed mid-request may leave bytes the service handles after the
-        kill; turn counts are only final once those are done.
-        """
-        deadline = time.monotonic() + timeout
-        quiet_since = time.monotonic()
-        while time.monotonic() < deadline:
-            with self._cond:
-                busy = self._in_flight > 0
-            if busy:
-                quiet_since = time.monotonic()
-            elif time.monotonic() - quiet_since >= quiet:
-                return
-            time.sleep(0.02)
 
     # -- the service's behaviour --------------------------------------------------------
 
@@ -181,18 +163,12 @@ class RemoteAgentService(LocalService):
                 return agent, thread, match[3] or ""
 
             def do_POST(self) -> None:
-                with service._cond:
-                    service._in_flight += 1
-                try:
+                with service.serving():
                     self._messages()
-                finally:
-                    with service._cond:
-                        service._in_flight -= 1
 
             def _messages(self) -> None:
-                length = int(self.headers.get("Content-Length", 0))
-                raw = self.rfile.read(length)
-                if len(raw) < length:  # the client died mid-request: nothing was posted
+                raw = self.read_body()
+                if raw is None:  # the client died mid-request: nothing was posted
                     return
                 route = self._route()
                 if route is None:

@@ -28,7 +28,6 @@ class CountingService(LocalService):
         self.actions: dict[str, int] = {}
         """Executions of actions by name, reported by ``POST /actions/<name>``."""
         self._lock = threading.Lock()
-        self._in_flight = 0
         self._gates: dict[str, threading.Event] = {}
         self._spans: list[tuple[float, float]] = []
         self._serve(self._handler())
@@ -66,45 +65,17 @@ class CountingService(LocalService):
         if gate is not None:
             gate.set()
 
-    def waiting(self) -> int:
-        """Requests currently in flight (e.g. held at a gate)."""
-        with self._lock:
-            return self._in_flight
-
-    def wait_idle(self, quiet: float = 0.2, timeout: float = 10.0) -> None:
-        """Wait until no request has been in flight for ``quiet`` seconds.
-
-        A client killed mid-request may leave bytes that the service handles
-        after the kill; counts are only final once those are done.
-        """
-        deadline = time.monotonic() + timeout
-        quiet_since = time.monotonic()
-        while time.monotonic() < deadline:
-            with self._lock:
-                busy = self._in_flight > 0
-            if busy:
-                quiet_since = time.monotonic()
-            elif time.monotonic() - quiet_since >= quiet:
-                return
-            time.sleep(0.02)
-
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         service = self
 
         class Handler(JsonHandler):
             def do_POST(self) -> None:
-                with service._lock:
-                    service._in_flight += 1
-                try:
+                with service.serving():
                     self._call()
-                finally:
-                    with service._lock:
-                        service._in_flight -= 1
 
             def _call(self) -> None:
-                length = int(self.headers.get("Content-Length", 0))
-                raw = self.rfile.read(length)
-                if len(raw) < length:  # the client died mid-request: nothing was executed
+                raw = self.read_body()
+                if raw is None:  # the client died mid-request: nothing was executed
                     return
                 if self.path.startswith("/actions/"):
                     name = self.path.rsplit("/", 1)[-1]
