@@ -46,6 +46,7 @@ from actionjournal.stores.base import ActionStateStore
 from actionjournal.stores.config import open_store
 
 END_OF_TIME = 2**63 - 1  # an event-time timer here fires when a bounded input ends
+BUNDLE_SIZE = "python.fn-execution.bundle.size"
 MAX_POLL_MS = 100
 StoreFactory = Callable[[RecordCodec], ActionStateStore]
 
@@ -65,9 +66,14 @@ class AgentsExecutionEnvironment:
         if env is None:
             env = StreamExecutionEnvironment.get_execution_environment()
             env.set_python_executable(sys.executable)
-        # Timers registered in Python reach Flink when a bundle ends: short bundles keep the
-        # latency between a run finishing and its outputs leaving near the poll interval.
+        # One element (or timer) per bundle. Timers registered in Python reach Flink as
+        # mailbox actions queued while a bundle finishes, and a checkpoint barrier finishes
+        # the open bundle and snapshots before those actions run: a checkpoint could then
+        # hold a key's new pending input without the timer that resumes it (lost for good
+        # on a restore). A bundle of one finishes inside processElement, so its timers are
+        # registered before the task can read the next barrier. See docs/flink.md.
         settings = Configuration()
+        settings.set_string(BUNDLE_SIZE, "1")
         settings.set_string("python.fn-execution.bundle.time", str(config.poll_interval_ms))
         env.configure(settings)
         return cls(env, config)
@@ -103,6 +109,15 @@ class AgentJob:
         """The agent's outputs (each ``OutputEvent.output``) as a normal PyFlink stream."""
         if self._agent is None:
             raise ConfigurationError("call .apply(agent) before .to_datastream()")
+        settings = self._environment.env._j_stream_execution_environment.getConfiguration()
+        size = settings.toMap().get(BUNDLE_SIZE)
+        if size != "1":
+            raise ConfigurationError(
+                f"{BUNDLE_SIZE} is {size}, the agent binding needs 1: with larger bundles a "
+                "checkpoint can miss the timers that resume a key's pending runs after a "
+                "restore (see docs/flink.md, 'One element per bundle'); leave it as "
+                "AgentsExecutionEnvironment.get_execution_environment set it"
+            )
         uid = self._agent.operator_uid
         function = AgentFunction(self._agent, self._environment.config, self._store_factory)
         return (

@@ -63,12 +63,6 @@ def test_worker_killed_while_remote_runs_are_in_flight(tmp_path):
     assert set(turns.values()) == {1}, f"a finished remote thread was posted again: {turns}"
 
 
-@pytest.mark.xfail(
-    reason="known defect: after a failover, a key whose pending run was in the checkpoint "
-    "and which receives no later input is not resumed: its restored processing-time and "
-    "end-of-input timers did not fire (PyFlink 2.3, process mode); see docs/flink.md",
-    strict=False,
-)
 def test_a_key_without_later_input_resumes_after_a_failover(tmp_path):
     n = 10
     outputs, turns = run_job(tmp_path, n, keys=n, crash_at="after:CallStarted:6")

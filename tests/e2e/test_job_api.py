@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from pydantic import ValidationError
+from pyflink.common import Configuration
 
 from actionjournal import Agent, InputEvent, action
 from actionjournal.durable.errors import ConfigurationError
@@ -52,3 +53,14 @@ def test_operator_uid_comes_from_the_agent():
     out = agents.from_datastream(env.from_collection([1]), key_selector=str).apply(Named())
     stream = out.to_datastream()
     assert stream._j_data_stream.getTransformation().getUid() == "support-triage-v1"
+
+
+def test_a_bundle_size_that_would_lose_timers_is_refused():
+    env = local_env()
+    agents = AgentsExecutionEnvironment.get_execution_environment(env)
+    settings = Configuration()
+    settings.set_string("python.fn-execution.bundle.size", "1000")
+    env.configure(settings)  # after the binding set it to 1
+    job = agents.from_datastream(env.from_collection([1]), key_selector=str).apply(Echo())
+    with pytest.raises(ConfigurationError, match=r"bundle.size is 1000, the agent binding needs 1"):
+        job.to_datastream()
