@@ -9,7 +9,7 @@ create: an existing table must have exactly this schema and bucket key.
 Guarantees and why they hold:
 
 * **An append returns only once acknowledged** (``acks=all``, idempotent writer, so retries
-  never duplicate or reorder) and its position is known. Every client error, and no
+  never duplicate or reorder). Every client error, and no
   acknowledgement within ``ack_timeout_s`` (the client itself retries forever while a
   tablet server is down), raises :class:`JournalWriteError` naming table, bucket and key.
   After a failure the store writes through a freshly opened table handle: the old one can
@@ -17,12 +17,17 @@ Guarantees and why they hold:
 * **Markers carry bucket and offset although the client reports neither.** The bucket is
   computed here with Fluss's own bucketing function (the one the client uses for the
   ``key_id`` bucket key; see :func:`fluss_bucket`), so a marker names its bucket without a
-  round trip. The offset is the bucket's high watermark minus one, read right after the
-  acknowledgement with a one-record limit scan (one round trip to the bucket leader;
-  ``list_offsets`` costs a metadata refresh on the coordinator on top). It is at least the
-  record's own offset and below the offset of the key's next record as long as a key's
-  appends are sequential, which they are for the markers recovery keeps (a run's last
-  record). Concurrent acknowledgements of one bucket share one probe.
+  round trip. Only one marker per run is kept (keyed state takes the one of the run's last
+  record, ``RunCompleted``), so only that record pays for an exact offset: the bucket's high
+  watermark minus one, read right after the acknowledgement with a one-record limit scan
+  (one round trip to the bucket leader; ``list_offsets`` costs a metadata refresh on the
+  coordinator on top). It is at least the record's own offset and below the offset of the
+  key's next record, since a key's runs append one after the other; concurrent
+  acknowledgements of one bucket share one probe. Every other record (calls, actions, control
+  records: most appends) returns at once with a bound below it instead: the bucket's end as
+  this store last saw it before sending the record, minus one (forgotten after a failed
+  append, as the server may have lost records). Nothing keeps such a marker; one kept would
+  make recovery re-read records of runs the state already reflects, which replay skips.
 * **Recreated tables are detected.** The store identity carries the Fluss table id, so a
   marker taken before the table was dropped and recreated is refused.
 * **Lost acknowledged records are detected where possible.** A marker at or past the
@@ -58,7 +63,7 @@ import pyarrow.compute as pc
 
 from actionjournal.durable.codec import RecordCodec
 from actionjournal.durable.errors import DataLossError, JournalWriteError, RecordError, StoreError
-from actionjournal.durable.records import JournalRecord, Marker, StoreIdentity
+from actionjournal.durable.records import JournalRecord, Marker, RunCompleted, StoreIdentity
 from actionjournal.stores.base import ActionStateStore
 from actionjournal.stores.fluss_config import FlussStoreConfig
 
@@ -217,19 +222,21 @@ class _Window:
     keys: dict[str, list[tuple[int, bytes]]] = field(default_factory=dict)
     served: set[str] = field(default_factory=set)
     size: int = 0
+    costs: dict[str, int] = field(default_factory=dict)  # each key's share of size
 
     def merge(self, found: dict[str, list[tuple[int, bytes]]], earlier: bool) -> None:
         for key_id, entries in found.items():
             if key_id not in self.served:
-                self.size += _cost(entries)
+                cost = _cost(entries)
+                self.size += cost
+                self.costs[key_id] = self.costs.get(key_id, 0) + cost
                 have = self.keys.get(key_id, [])
                 self.keys[key_id] = entries + have if earlier else have + entries
 
     def take(self, key_id: str) -> list[tuple[int, bytes]]:
         self.served.add(key_id)
-        entries = self.keys.pop(key_id, [])
-        self.size -= _cost(entries)
-        return entries
+        self.size -= self.costs.pop(key_id, 0)
+        return self.keys.pop(key_id, [])
 
 
 def _cost(entries: list[tuple[int, bytes]]) -> int:
@@ -259,6 +266,7 @@ class FlussActionStateStore(ActionStateStore):
         self._generation = 0
         self._reopen: asyncio.Lock | None = None
         self._probes: dict[int, asyncio.Future[int]] = {}
+        self._ends: dict[int, int] = {}  # each bucket's end offset as last seen, for markers
         try:
             self.table_id = self._call(self._open(), config.request_timeout_s, "opening")
         except BaseException:
@@ -373,7 +381,9 @@ class FlussActionStateStore(ActionStateStore):
         buckets = list(range(self.config.buckets))
         while True:
             try:
-                await admin.list_offsets(self._path, buckets, fluss.OffsetSpec.latest())
+                self._ends = await admin.list_offsets(
+                    self._path, buckets, fluss.OffsetSpec.latest()
+                )
                 self._table = await self._conn.get_table(self._path)
                 self._writer = self._table.new_append().create_writer()
                 return
@@ -399,8 +409,9 @@ class FlussActionStateStore(ActionStateStore):
             raise JournalWriteError(f"cannot append {what}: the Fluss store was closed")
         row = (record.key_id, record.namespace, record.operator_uid, data)
         timeout = self.config.ack_timeout_s
+        exact = isinstance(record, RunCompleted)  # the one marker keyed state keeps
         try:
-            position = self._loop.call(self._append(row, bucket), timeout + _LOOP_MARGIN_S)
+            position = self._loop.call(self._append(row, bucket, exact), timeout + _LOOP_MARGIN_S)
         except TimeoutError:
             raise JournalWriteError(
                 f"{what}: no acknowledgement within ack_timeout_s={timeout:g}; the record may or "
@@ -413,14 +424,20 @@ class FlussActionStateStore(ActionStateStore):
             ) from None
         return self.marker(record.key_id, position, record.epoch)
 
-    async def _append(self, row: tuple[str, str, str, bytes], bucket: int) -> int:
+    async def _append(self, row: tuple[str, str, str, bytes], bucket: int, exact: bool) -> int:
+        """Append ``row``; its marker position: exact (one probe) or a bound below the row.
+
+        The bound is the bucket's end as seen before the row was sent, minus one: every
+        offset the row, or anything later, can get is past it.
+        """
         generation = self._generation
         try:
             async with asyncio.timeout(self.config.ack_timeout_s):
                 if self._writer is None:
                     await self._fresh_table()
+                below = self._ends.get(bucket, 0) - 1
                 await self._writer.append(row).wait()
-                return await self._end_offset(bucket) - 1
+                return await self._end_offset(bucket) - 1 if exact else below
         except BaseException:
             self._invalidate(generation)
             raise
@@ -434,6 +451,7 @@ class FlussActionStateStore(ActionStateStore):
         if generation == self._generation:
             self._writer = None
             self._generation += 1
+            self._ends.clear()  # the server may have restarted, having lost records
 
     async def _fresh_table(self) -> Any:
         """The current table handle (with its writer), reopened after a failure."""
@@ -496,11 +514,13 @@ class FlussActionStateStore(ActionStateStore):
                 await asyncio.sleep(0.05)  # leader moving: callers bound the wait
                 continue
             if batches:
-                return int(batches[-1].last_offset) + 1
-            # Nothing readable: the bucket ends where it starts.
-            admin = self._conn.get_admin()
-            latest = await admin.list_offsets(self._path, [bucket], fluss.OffsetSpec.latest())
-            return int(latest[bucket])
+                end = int(batches[-1].last_offset) + 1
+            else:  # nothing readable: the bucket ends where it starts
+                admin = self._conn.get_admin()
+                latest = await admin.list_offsets(self._path, [bucket], fluss.OffsetSpec.latest())
+                end = int(latest[bucket])
+            self._ends[bucket] = end
+            return end
 
     # -- errors ------------------------------------------------------------------------------
 
@@ -794,8 +814,9 @@ def _collect(
 ) -> None:
     """Add the rows of ``batch`` (first offset ``base``) of one namespace/operator to ``found``.
 
-    Filtering happens in Arrow, so rows of other namespaces are never turned into Python
-    objects, let alone decoded.
+    Filtering and grouping by key happen in Arrow, so rows of other namespaces are never
+    turned into Python objects, let alone decoded, and the Python work per key is one slice
+    rather than a dictionary lookup per row (recovery spent most of its time here).
     """
     mask = pc.and_(pc.equal(batch.column(_NAMESPACE), namespace), pc.equal(batch.column(_UID), uid))
     if key_id:
@@ -803,15 +824,17 @@ def _collect(
     rows = pc.indices_nonzero(mask)
     if len(rows) == 0:
         return
-    keys = batch.column(_KEY).take(rows).to_pylist()
-    records = batch.column(_RECORD).take(rows).to_pylist()
+    keys = batch.column(_KEY).take(rows).dictionary_encode()
+    by_key = pc.sort_indices(keys.indices)  # stable: each key's rows stay in offset order
+    runs = pc.run_end_encode(keys.indices.take(by_key))
+    rows = rows.take(by_key)
     offsets = pc.add(rows, base).to_pylist()
-    for key, offset, data in zip(keys, offsets, records, strict=True):
-        entries = found.get(key)
-        if entries is None:
-            found[key] = [(offset, data)]
-        else:
-            entries.append((offset, data))
+    entries = list(zip(offsets, batch.column(_RECORD).take(rows).to_pylist(), strict=True))
+    names = keys.dictionary.to_pylist()
+    start = 0
+    for code, end in zip(runs.values.to_pylist(), runs.run_ends.to_pylist(), strict=True):
+        found.setdefault(names[code], []).extend(entries[start:end])
+        start = end
 
 
 _codes = fluss.ErrorCode

@@ -305,6 +305,60 @@ def test_many_keys_recover_with_one_pass_per_bucket(fluss_store, fluss_table):
     assert seqs(reader, keys[1]) == [0, 1, 2, 3]
 
 
+def double(value: str) -> str:
+    return value * 2
+
+
+class TwoCalls(Agent):
+    """Four records per run: two CallFinished, ActionCompleted, RunCompleted."""
+
+    uid = "two-calls"
+
+    @action(InputEvent)
+    def handle(self, event, ctx):
+        first = ctx.durable_execute(double, event.input)
+        ctx.send_event(OutputEvent(ctx.durable_execute(double, first)))
+
+
+def test_each_checkpoint_recovers_exactly_the_runs_after_it(fluss_store, fluss_table):
+    # Only a run's last record (RunCompleted) has its offset probed; its marker is what
+    # keyed state keeps. A marker one record too early or too late shows here: every state
+    # a checkpoint could hold must read back exactly the records of its pending and later runs.
+    store = fluss_store(fluss_table, buckets=1)  # both keys in one bucket, interleaved
+    engine = AgentEngine(TwoCalls(), store)
+    ids = {key: engine.key_id(key) for key in ("a", "b")}
+    states = {key: KeyState() for key in ids}
+    checkpoints: list[KeyState] = []  # "a" with its next input pending, before each run
+    runs = 12
+    for n in range(runs):
+        # Some runs of "a" follow its previous run directly, some follow a run of "b".
+        for key in ("a", "b") if n % 2 else ("b", "a"):
+            key_id = ids[key]
+            state = engine.accept(states[key], f"{key}{n}")
+            if key == "a":
+                checkpoints.append(state)
+            result = asyncio.run(engine.run_next(key, key_id, state))
+            states[key] = engine.complete(state, result)
+    namespace = engine.config.namespace
+    for n, checkpoint in enumerate(checkpoints):
+        reader = fluss_store(fluss_table, buckets=1)  # as after a restart
+        records = reader.read_key(namespace, "two-calls", ids["a"], checkpoint.marker)
+        assert [r.seq for r in records] == [seq for seq in range(n, runs) for _ in range(4)]
+        assert isinstance(records[-1], RunCompleted)
+        journal = AgentEngine(TwoCalls(), reader).recover(ids["a"], checkpoint)
+        assert sorted(journal.runs) == list(range(n, runs))
+    # The marker of any other record is a bound below it, with no probe: the bucket's end as
+    # last seen (after the last run, of "b") minus one. Records after it include it.
+    record = CallFinished(
+        namespace, "two-calls", 0, ids["a"], runs, action_id="x", index=0, call_id="c",
+        function_id="f", durable_id=None, arg_digest="d", value=None, error=None, at=1.0,
+        duration=0.0,
+    )  # fmt: skip
+    marker = store.append(record)
+    assert store.read_key(namespace, "two-calls", ids["a"], marker)[-1] == record
+    assert marker.position == states["b"].marker.position
+
+
 def test_read_is_bounded_by_the_end_captured_at_its_start(fluss_store, fluss_table):
     store = fluss_store(fluss_table)
     for n in range(200):
