@@ -52,8 +52,8 @@ class FlussStoreConfig(BaseModel):
     client_config: dict[str, str] = Field(default_factory=dict, repr=False)
     """pyfluss client properties (``security.sasl.*`` ...). Values are secrets: never logged."""
     ack_timeout_s: float = Field(30.0, gt=0)
-    """An append not acknowledged (with its offset) within this time fails with
-    JournalWriteError."""
+    """An append not acknowledged within this time (for a run's last record: with its offset
+    read) fails with JournalWriteError."""
     request_timeout_s: float = Field(30.0, gt=0)
     """Budget of connecting, admin requests and each read's progress, in seconds."""
     recovery_cache_bytes: int = Field(256 * 1024 * 1024, ge=0)
