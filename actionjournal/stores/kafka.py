@@ -27,9 +27,13 @@ Guarantees and why they hold:
 * **Group commit.** Appends from many threads are queued in librdkafka; records
   of a partition queued while its earlier requests are in flight go out together
   in its next request. Each caller waits only for its own delivery report, which
-  a background thread dispatches; nothing flushes per record. (librdkafka sends
-  one produce request per partition, so the rate of many small concurrent
-  appends is bounded by the broker's request rate, not by this store.)
+  a background thread dispatches; nothing flushes per record.
+* **What bounds many small concurrent appends** is not this store: librdkafka
+  sends one produce request per partition (librdkafka issue #1700) and a broker
+  serves a connection's requests one at a time, so with concurrent runs' keys
+  spread over many partitions each request carries one or two records and the
+  rate is the broker's request rate. Figures and the experiments behind them are
+  in docs/kafka.md.
 * **A key's records stay in one partition.** We pick the partition ourselves
   (BLAKE2b of the key id modulo ``partitions``), so a marker's partition is known
   without a producer, and refuse an existing topic with another partition count:
@@ -37,10 +41,31 @@ Guarantees and why they hold:
 * **Recreated topics are detected.** The store identity carries the Kafka topic
   id, so a marker taken before the topic was deleted and recreated is refused.
 * **Recovery reads each partition range once.** ``read_key`` reads a key's
-  partition from its marker to the end offset captured when the read began and
-  keeps the records of the same namespace/operator for other keys of that
-  partition, so recovering many keys costs one pass per partition. Other
-  namespaces are recognised from the record header alone and never kept.
+  partition from its marker to the partition's end offset and keeps the records
+  of the same namespace/operator for other keys of that partition, so recovering
+  many keys costs one pass per partition. Other namespaces are recognised from the
+  record header alone and never kept.
+* **A recovery wave asks for a partition's offsets once.** After a restart many
+  keys recover at once; one broker round trip per key for its partition's first
+  and end offsets cost more than reading their records. Reads (and
+  ``earliest_position``) that begin within ``_WAVE_S`` (1 s) of a partition's
+  offsets query reuse its answer. Why that is safe:
+
+  - *End offset.* A key's records are appended only by the subtask that owns it,
+    after its recovery, so an end captured before a key's first read misses none
+    of its records. A key read a second time by the same store may have appended
+    since: it always gets the current end.
+  - *First offset* (a marker below it is data loss for a pending run). A read
+    never starts below its marker, so retention that moved past the marker after
+    the offset was captured makes the fetch fail ("Offset out of range", a
+    ``StoreError``; the restarted job sees the new offset and decides as usual)
+    instead of skipping records; records read into the recovery cache before
+    their deletion were real and are handed out. The cost: if retention moves
+    within that second, a key that would have read what is left (idle, or
+    without a marker) fails the same way.
+  - Records written by someone else during the wave (a cleanup boundary, a
+    zombie task of the previous attempt) can be missed, as they could a moment
+    after any captured end.
 """
 
 from __future__ import annotations
@@ -68,7 +93,12 @@ from confluent_kafka import (
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from actionjournal.durable.codec import FLAG_SIGNED, MAGIC, RecordCodec
-from actionjournal.durable.errors import JournalWriteError, RecordError, StoreError
+from actionjournal.durable.errors import (
+    DataLossError,
+    JournalWriteError,
+    RecordError,
+    StoreError,
+)
 from actionjournal.durable.records import CONTROL_KEY, JournalRecord, Marker, StoreIdentity
 from actionjournal.durable.stats import note_append
 from actionjournal.stores.base import ActionStateStore, Progress, ScannedRecord
@@ -99,6 +129,8 @@ _WARN_EVERY_S = 30.0
 _client_log = logging.getLogger(f"{__name__}.librdkafka")
 # Delivery reports arrive by message.timeout.ms at the latest; past this margin, stop waiting.
 _REPORT_MARGIN_S = 5.0
+# Reads that begin within this many seconds of a partition's offsets query share it.
+_WAVE_S = 1.0
 
 
 class _Head(msgspec.Struct, array_like=True):
@@ -121,10 +153,13 @@ _head_decoder = msgspec.msgpack.Decoder(_Head)
 class _Delivery:
     """One append's delivery report, set by whichever thread polls the producer."""
 
-    __slots__ = ("done", "error", "offset", "wake")
+    __slots__ = ("_gate", "done", "error", "offset")
 
     def __init__(self) -> None:
-        self.wake = threading.Event()  # report arrived, or promoted to poll for everyone
+        # Held until the report arrives or the append is promoted to poll for everyone. A
+        # bare lock: a threading.Event (a Condition in Python) cost 2 us to create alone.
+        self._gate = threading.Lock()
+        self._gate.acquire()
         self.done = False
         self.error: KafkaError | None = None
         self.offset = -1
@@ -134,7 +169,15 @@ class _Delivery:
         if error is None:
             self.offset = message.offset()
         self.done = True
-        self.wake.set()
+        self.wake()
+
+    def wake(self) -> None:
+        with contextlib.suppress(RuntimeError):  # already woken and not asleep again yet
+            self._gate.release()
+
+    def sleep(self, timeout: float) -> None:
+        """Until :meth:`wake` (also one that came before) or ``timeout`` seconds."""
+        self._gate.acquire(timeout=timeout)
 
 
 class _Reports:
@@ -170,8 +213,7 @@ class _Reports:
                     else:
                         self._waiting.add(delivery)
                 if not leading:
-                    delivery.wake.wait(remaining)
-                    delivery.wake.clear()  # the loop re-checks done / leadership
+                    delivery.sleep(remaining)  # then the loop re-checks done / leadership
                     continue
                 try:
                     while not delivery.done and time.monotonic() < deadline:
@@ -205,7 +247,7 @@ class _Reports:
         if self._leader is None:
             for waiting in self._waiting:
                 if not waiting.done:
-                    waiting.wake.set()
+                    waiting.wake()
                     return
 
 
@@ -213,36 +255,32 @@ class _Reports:
 class _Span:
     """Records of one namespace/operator in one partition, offsets ``[start, end)``, by key.
 
-    A key's entries are handed out once and then dropped (``served``), so memory
-    holds only keys that have not recovered yet; a served key asked for again is
-    read from Kafka afresh.
+    A key's entries are handed out once and then dropped, so memory holds only keys
+    that have not recovered yet.
     """
 
     start: int
     end: int
     keys: dict[str, list[tuple[int, bytes]]] = field(default_factory=dict)
-    served: set[str] = field(default_factory=set)
     size: int = 0
 
-    def add(self, found: dict[str, list[tuple[int, bytes]]], before: bool) -> int:
-        """Merge a scan's entries; returns the bytes added to the cache."""
-        added = 0
+    def add(
+        self, found: dict[str, list[tuple[int, bytes]]], before: bool, served: set[str]
+    ) -> None:
+        """Merge a scan's entries, leaving out keys already handed out (``served``)."""
         for key_id, entries in found.items():
-            if key_id in self.served:
+            if key_id in served:
                 continue
-            added += _cost(entries)
+            self.size += _cost(entries)
             current = self.keys.get(key_id)
             if current is None:
                 self.keys[key_id] = entries
             else:
                 self.keys[key_id] = entries + current if before else current + entries
-        self.size += added
-        return added
 
     def take(self, key_id: str) -> list[tuple[int, bytes]]:
         if key_id == CONTROL_KEY:  # control records are for every key: never handed out
             return []
-        self.served.add(key_id)
         entries = self.keys.pop(key_id, [])
         self.size -= _cost(entries)
         return entries
@@ -336,8 +374,10 @@ class KafkaActionStateStore(ActionStateStore):
                 "enable.auto.offset.store": False,
                 "enable.partition.eof": True,
                 "auto.offset.reset": "error",
-                # A fetch parked at the end of a partition would delay the next read's assign.
-                "fetch.wait.max.ms": 20,
+                # A fetch parked at the end of a partition delays the next read's assign by up
+                # to this (measured: a median 4-17 ms at 20, 2-4 ms at 1). Reads stop at an end
+                # offset already known, so a fetch never has new records to wait for.
+                "fetch.wait.max.ms": 1,
                 "logger": _client_log,
             }
         )
@@ -350,6 +390,10 @@ class KafkaActionStateStore(ActionStateStore):
         self._poller.start()
         self._read_lock = threading.Lock()
         self._spans: dict[tuple[int, str, str], _Span] = {}
+        # Keys already read, by namespace/operator: read again, they need the current end.
+        self._served: dict[tuple[str, str], set[str]] = {}
+        # partition -> (when asked, low, high), shared by a recovery wave (_offsets).
+        self._captured: dict[int, tuple[float, int, int]] = {}
         log.info(
             "Kafka journal: topic %s (id %s, %d partitions) on %s",
             self.topic, topic_id, config.partitions, config.bootstrap_servers,
@@ -452,13 +496,26 @@ class KafkaActionStateStore(ActionStateStore):
     ) -> list[JournalRecord]:
         partition = self.partition_of(key_id)
         with self._read_lock:
-            low, high = self._watermarks(partition)
-            start = max(low, after.position + 1 if after is not None else low)
+            served = self._served.setdefault((namespace, operator_uid), set())
+            again = key_id in served
+            # A key asked for again may have appended since: it gets the current end.
+            low, high = self._offsets(partition, 0.0 if again else _WAVE_S)
+            if after is not None and after.position + 1 < low:
+                raise DataLossError(
+                    f"key {key_id} needs topic {self.topic} partition {partition} from offset "
+                    f"{after.position + 1}, but the partition now starts at offset {low}: "
+                    "records were deleted (retention or cleanup). Restore a newer checkpoint, "
+                    "or restore with journal.upgrade='fresh' to start a new journal"
+                )
+            # Never raised to the earliest offset: if retention moved past ``start`` since
+            # ``low`` was captured, the scan fails loudly instead of skipping the key's records.
+            start = after.position + 1 if after is not None else low
             if start >= high:
+                served.add(key_id)
                 return []
             slot = (partition, namespace, operator_uid)
             span = self._spans.get(slot)
-            if self.config.recovery_cache_bytes == 0 or (span and key_id in span.served):
+            if self.config.recovery_cache_bytes == 0 or again:
                 found = self._scan(partition, start, high, namespace, operator_uid)
                 entries = _with_control(found.get(key_id, []), found, key_id)
             else:
@@ -466,17 +523,18 @@ class KafkaActionStateStore(ActionStateStore):
                     span = self._spans[slot] = _Span(start, start)
                 if start < span.start:  # a marker older than what we read so far
                     found = self._scan(partition, start, span.start, namespace, operator_uid)
-                    span.add(found, before=True)
+                    span.add(found, before=True, served=served)
                     span.start = start
                 if high > span.end:  # written since the last read
                     found = self._scan(partition, span.end, high, namespace, operator_uid)
-                    span.add(found, before=False)
+                    span.add(found, before=False, served=served)
                     span.end = high
                 entries = _with_control(span.take(key_id), span.keys, key_id)
                 if sum(s.size for s in self._spans.values()) > self.config.recovery_cache_bytes:
                     # Over budget: drop everything; keys not yet recovered read their
                     # partition again (correct, only slower).
                     self._spans.clear()
+            served.add(key_id)
         decode = self.codec.decode
         records = []
         for offset, data in entries:
@@ -489,7 +547,21 @@ class KafkaActionStateStore(ActionStateStore):
 
     def earliest_position(self, key_id: str) -> int:
         with self._read_lock:
-            return self._watermarks(self.partition_of(key_id))[0]
+            return self._offsets(self.partition_of(key_id), _WAVE_S)[0]
+
+    def _offsets(self, partition: int, max_age: float) -> tuple[int, int]:
+        """The partition's first retained and end offsets, reused for up to ``max_age`` s.
+
+        Keys recovering together (a recovery wave) share one broker query per partition
+        instead of one each: see the module docstring for why the reuse is safe.
+        """
+        captured = self._captured.get(partition)
+        if captured is not None and time.monotonic() - captured[0] <= max_age:
+            return captured[1], captured[2]
+        asked = time.monotonic()  # before the query: the values are at least this old
+        low, high = self._watermarks(partition)
+        self._captured[partition] = (asked, low, high)
+        return low, high
 
     # -- operator tools: inspect and cleanup ----------------------------------------------
 
@@ -683,6 +755,8 @@ class KafkaActionStateStore(ActionStateStore):
         finally:
             admin.poll(0)
             del admin
+            with self._read_lock:
+                self._captured.pop(partition, None)  # its first offset moved
         if progress is not None:
             progress(1, 1)
         return position - low

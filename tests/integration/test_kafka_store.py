@@ -26,6 +26,7 @@ from actionjournal.durable.codec import RecordCodec
 from actionjournal.durable.errors import StoreError
 from actionjournal.durable.records import RunCompleted
 from actionjournal.operator.engine import AgentEngine, KeyState, PendingInput
+from actionjournal.stores import kafka as kafka_module
 from actionjournal.stores.kafka import KafkaActionStateStore, KafkaStoreConfig
 
 pytestmark = pytest.mark.kafka
@@ -234,6 +235,26 @@ def test_deleted_records_below_a_pending_marker_are_data_loss(kafka_store, kafka
     assert seqs(store, "k") == [3, 4]
 
 
+def test_records_deleted_during_a_recovery_wave_are_never_skipped(
+    kafka_store, kafka_admin, topic, monkeypatch
+):
+    # A wave reuses the first retained offset it captured; retention moving meanwhile
+    # must fail the read, not hand out a journal with a hole in it.
+    monkeypatch.setattr(kafka_module, "_WAVE_S", 3600.0)
+    store = kafka_store(topic)
+    markers = [store.append(rc("k", n)) for n in range(5)]
+    assert store.earliest_position("k") == markers[0].position  # the wave begins
+    cut = TopicPartition(topic, markers[0].partition, markers[3].position)
+    kafka_admin.delete_records([cut], operation_timeout=30)[cut].result()
+    engine = AgentEngine(Noop(), store)
+    with pytest.raises(StoreError, match="offsets 2..4 failed.*Offset out of range"):
+        engine.recover("k", pending_state(markers[1]))
+    # With the current first offset, a marker below it is data loss, never a silent skip.
+    monkeypatch.setattr(kafka_module, "_WAVE_S", 0.0)
+    with pytest.raises(DataLossError, match="from offset 2, but the partition now starts at"):
+        store.read_key("ns", "op", "k", markers[1])
+
+
 # -- reads -----------------------------------------------------------------------------------
 
 
@@ -260,7 +281,8 @@ def test_namespaces_sharing_a_topic_do_not_interfere(kafka_store, topic):
     assert seqs(ours, "k2", namespace="a") == []
 
 
-def test_many_keys_recover_with_one_pass_per_partition(kafka_store, topic):
+def test_many_keys_recover_with_one_pass_per_partition(kafka_store, topic, monkeypatch):
+    monkeypatch.setattr(kafka_module, "_WAVE_S", 3600.0)  # all the reads below are one wave
     writer = kafka_store(topic, partitions=2)
     keys = [f"key-{n}" for n in range(30)]
     markers = {}
@@ -269,13 +291,18 @@ def test_many_keys_recover_with_one_pass_per_partition(kafka_store, topic):
             markers[key, seq] = writer.append(rc(key, seq))
     reader = kafka_store(topic, partitions=2)
     scans: list[tuple[int, int, int]] = []
-    scan = reader._scan
+    queries: list[int] = []
+    scan, watermarks = reader._scan, reader._watermarks
 
     def counting_scan(partition, start, end, *args):
         scans.append((partition, start, end))
         return scan(partition, start, end, *args)
 
-    reader._scan = counting_scan
+    def counting_watermarks(partition):
+        queries.append(partition)
+        return watermarks(partition)
+
+    reader._scan, reader._watermarks = counting_scan, counting_watermarks
     # The first key's marker is late in its partition; the others start from the beginning.
     first = keys[0]
     assert seqs(reader, first, after=markers[first, 1]) == [2]
@@ -284,14 +311,17 @@ def test_many_keys_recover_with_one_pass_per_partition(kafka_store, topic):
     read = {p: sum(end - start for q, start, end in scans if q == p) for p in (0, 1)}
     total = {p: sum(1 for k in keys if writer.partition_of(k) == p) * 3 for p in (0, 1)}
     assert read == total, f"offsets read more than once: {scans}"
-    # New records after the cached range: only they are read.
+    assert sorted(queries) == [0, 1], "one offsets query per partition for the whole wave"
+    # A key already handed out may have appended since: it is read again from Kafka,
+    # completely, up to the current end.
     writer.append(rc(keys[1], 3))
+    assert seqs(reader, keys[1]) == [0, 1, 2, 3]
+    # Once the wave is over, new records after the cached range: only they are read.
+    monkeypatch.setattr(kafka_module, "_WAVE_S", 0.0)
     writer.append(rc("late", 0))
     scans.clear()
     assert seqs(reader, "late") == [0]
     assert sum(end - start for _, start, end in scans) <= 2
-    # A key already handed out is read again from Kafka, completely.
-    assert seqs(reader, keys[1]) == [0, 1, 2, 3]
 
 
 @pytest.mark.parametrize("budget", [0, 1], ids=["cache off", "always over budget"])
