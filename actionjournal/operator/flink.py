@@ -21,6 +21,7 @@ import concurrent.futures
 import json
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -47,7 +48,7 @@ from actionjournal.stores.config import open_store
 
 END_OF_TIME = 2**63 - 1  # an event-time timer here fires when a bounded input ends
 BUNDLE_SIZE = "python.fn-execution.bundle.size"
-MAX_POLL_MS = 100
+MAX_POLL_MS = 1000
 StoreFactory = Callable[[RecordCodec], ActionStateStore]
 
 
@@ -74,7 +75,6 @@ class AgentsExecutionEnvironment:
         # registered before the task can read the next barrier. See docs/flink.md.
         settings = Configuration()
         settings.set_string(BUNDLE_SIZE, "1")
-        settings.set_string("python.fn-execution.bundle.time", str(config.poll_interval_ms))
         env.configure(settings)
         return cls(env, config)
 
@@ -156,7 +156,8 @@ class AgentFunction(KeyedProcessFunction):
         )
         self._thread.start()
         self._runs: dict[str, concurrent.futures.Future[RunResult]] = {}
-        self._polls: dict[str, int] = {}  # polls since the key's current run started
+        self._started: dict[str, float] = {}  # when each key's current run started
+        self._typical_s = self.config.poll_interval_ms / 1000  # recent run duration (EWMA)
 
     def close(self) -> None:
         self._loop.call_soon_threadsafe(self._loop.stop)
@@ -191,7 +192,7 @@ class AgentFunction(KeyedProcessFunction):
             if not drain and not run.done():
                 break
             result = run.result()  # an agent failure fails the task; Flink restores
-            del self._runs[key_id]
+            del self._runs[key_id], self._started[key_id]
             state = self.engine.complete(state, result)
             self._save(state)
             for event in result.outputs:
@@ -205,22 +206,30 @@ class AgentFunction(KeyedProcessFunction):
     def _start(self, key: Any, key_id: str, state: KeyState) -> concurrent.futures.Future:
         run = self._runs.get(key_id)
         if run is None:
-            self._polls[key_id] = 0
+            started = self._started[key_id] = time.monotonic()
             coroutine = self.engine.run_next(key, key_id, state)
             run = self._runs[key_id] = asyncio.run_coroutine_threadsafe(coroutine, self._loop)
+            run.add_done_callback(lambda _: self._note_duration(time.monotonic() - started))
         return run
 
-    def _arm(self, ctx: Any, key_id: str) -> None:
-        """Look for the key's finished run later: soon at first, then less often.
+    def _note_duration(self, seconds: float) -> None:
+        # On the loop thread; a lost update between threads only blurs an estimate.
+        self._typical_s += 0.2 * (seconds - self._typical_s)
 
-        Every poll of every key costs the worker a timer callback; backing off keeps
-        thousands of slow runs from starving the processing thread.
+    def _arm(self, ctx: Any, key_id: str) -> None:
+        """Look for the key's finished run when runs usually finish, then less and less often.
+
+        Every poll costs a round trip to this worker (a bundle of its own, see
+        ``get_execution_environment``), so a poll that finds the run still going is pure
+        cost: the first one waits for the typical run duration, later ones a quarter of
+        the time the run has taken so far (at most 25% added latency, capped).
         """
-        polls = self._polls.get(key_id, 0)
-        self._polls[key_id] = polls + 1
-        delay = min(self.config.poll_interval_ms * 1.5**polls, MAX_POLL_MS)
+        elapsed = time.monotonic() - self._started[key_id]
+        left = self._typical_s - elapsed
+        delay_ms = 1000 * (left if left > 0 else elapsed / 4)
+        delay_ms = min(max(delay_ms, self.config.poll_interval_ms), MAX_POLL_MS)
         timers = ctx.timer_service()
-        timers.register_processing_time_timer(timers.current_processing_time() + int(delay))
+        timers.register_processing_time_timer(timers.current_processing_time() + int(delay_ms))
         timers.register_event_time_timer(END_OF_TIME)
 
     def _load(self) -> KeyState:
