@@ -8,6 +8,8 @@ Values inside records are bytes produced by :class:`~actionjournal.durable.value
 
 from __future__ import annotations
 
+import bisect
+import hashlib
 from typing import Literal
 
 import msgspec
@@ -117,15 +119,48 @@ class UpgradeSkipped(Record, tag="us"):
     at: float
 
 
-class CleanupBoundary(Record, tag="cb"):
+class CleanupBoundary(Record, tag="cb", omit_defaults=True):
     """Cleanup deleted this partition's records of the namespace below ``position``.
 
     Journaled before deleting, after the boundary, so it outlives what it describes.
+    ``deleted_keys`` holds the sorted :func:`key_digest` of every key that lost records:
+    a restored state that does not know such a key would otherwise re-run its deleted
+    work as new. One cleanup may split its digests over several records. Without
+    digests the record encodes as in format 1; older readers ignore the extra field.
     """
 
     partition: int
     position: int
     at: float
+    deleted_keys: bytes = b""
+
+    def deleted(self, key_id: str) -> bool:
+        """Whether ``key_id`` lost records to this cleanup (binary search, no decoding)."""
+        return _Digests(self.deleted_keys).contains(key_digest(key_id))
+
+
+DIGEST_SIZE = 8  # 2**64 values: a false match needs billions of cleaned keys
+
+
+def key_digest(key_id: str) -> bytes:
+    return hashlib.blake2b(key_id.encode(), digest_size=DIGEST_SIZE).digest()
+
+
+class _Digests:
+    """A sorted concatenation of digests, searched in place."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    def __len__(self) -> int:
+        return len(self.data) // DIGEST_SIZE
+
+    def __getitem__(self, i: int) -> bytes:
+        return self.data[i * DIGEST_SIZE : (i + 1) * DIGEST_SIZE]
+
+    def contains(self, digest: bytes) -> bool:
+        i = bisect.bisect_left(self, digest)
+        return i < len(self) and self[i] == digest
 
 
 JournalRecord = (

@@ -133,6 +133,8 @@ class AgentEngine:
             len(records),
             journal.records,
         )
+        if marker is None and state.marker is None:
+            self._check_unknown_key(key_id, journal)
         if marker is not None:
             self._check_boundaries(key_id, marker, journal)
             if after is None and state.pending:
@@ -247,6 +249,22 @@ class AgentEngine:
                     f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(boundary.at))}. "
                     "Restore the checkpoint the cleanup was planned for or a newer one; to "
                     "re-run instead, restore with journal.upgrade='fresh' and a new journal.epoch"
+                )
+
+    def _check_unknown_key(self, key_id: str, journal: KeyJournal) -> None:
+        """A key the restored state never saw complete a run, but whose records cleanup
+        deleted: the state is older than the cleanup, and the key's work would re-run."""
+        for boundary in journal.boundaries:
+            if boundary.epoch == self.config.epoch and boundary.deleted(key_id):
+                raise CleanupBoundaryError(
+                    f"key {key_id}: cleanup deleted its journal records below position "
+                    f"{boundary.position} of {self.store.identity.backend} "
+                    f"{self.store.identity.name} partition {boundary.partition} at "
+                    f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(boundary.at))}, but "
+                    "the restored state does not know the key's completed runs: it is older "
+                    "than the state the cleanup was planned for, and the key's actions would "
+                    "run again. Restore that checkpoint or a newer one; to re-run instead, "
+                    "restore with journal.upgrade='fresh' and a new journal.epoch"
                 )
 
 

@@ -17,6 +17,7 @@ partition the plan finds the first position that must stay; everything below it 
 
 from __future__ import annotations
 
+import base64
 import bisect
 import json
 import math
@@ -33,10 +34,12 @@ import msgspec
 from actionjournal.durable.errors import ActionJournalError
 from actionjournal.durable.records import (
     CONTROL_KEY,
+    DIGEST_SIZE,
     CleanupBoundary,
     JournalRecord,
     RunCompleted,
     StoreIdentity,
+    key_digest,
 )
 from actionjournal.stores.base import ActionStateStore
 from actionjournal.tools.toolkit import (
@@ -60,7 +63,8 @@ from actionjournal.tools.toolkit import (
 )
 
 PLAN_FORMAT = "actionjournal.cleanup-plan"
-PLAN_VERSION = 1
+PLAN_VERSION = 2  # 2: partitions carry deleted_keys
+_DIGESTS_PER_RECORD = 50_000  # 400 KB per boundary record, under Kafka's default 1 MB
 DEFAULT_MARGIN_S = 600.0
 DEFAULT_MAX_AGE_S = 3600.0
 FLINK_METADATA_MAGIC = 0x4960672D  # first 4 bytes of a Flink checkpoint/savepoint _metadata
@@ -470,7 +474,7 @@ def make_plan(
         deleted = cut
         deleted_bytes = sum(scan.sizes[:cut])
         runs = bisect.bisect_left(scan.completions, boundary)
-        keys_touched = sum(1 for first in scan.key_first.values() if first < boundary)
+        touched = sorted(key_digest(k) for k, first in scan.key_first.items() if first < boundary)
         entry = {
             "partition": p,
             "low": low,
@@ -481,7 +485,8 @@ def make_plan(
             "records_deleted": deleted,
             "bytes_deleted": deleted_bytes,
             "runs_deleted": runs,
-            "keys_with_records_deleted": keys_touched,
+            "keys_with_records_deleted": len(touched),
+            "deleted_keys": base64.b64encode(b"".join(touched)).decode(),
             "records_kept": len(scan.positions) - deleted,
             "bytes_kept": sum(scan.sizes[cut:]),
             "oldest_record_at": scan.oldest_at,
@@ -490,6 +495,7 @@ def make_plan(
         }
         if entry["delete_below"] is None:
             entry["records_deleted"] = entry["bytes_deleted"] = entry["runs_deleted"] = 0
+            entry["keys_with_records_deleted"], entry["deleted_keys"] = 0, ""
             entry["records_kept"] = len(scan.positions)
             entry["bytes_kept"] = sum(scan.sizes)
         per_partition.append(entry)
@@ -629,7 +635,7 @@ def apply_plan(
             "the journal's records are signed: pass --signing-key-env VAR with the job's "
             "journal.signing_key, or the boundary records would be refused on recovery"
         )
-    todo: list[tuple[int, int]] = []
+    todo: list[tuple[int, int, bytes]] = []
     skipped: list[int] = []
     for entry in plan["partitions"]:
         boundary = entry.get("delete_below")
@@ -651,31 +657,34 @@ def apply_plan(
         if low >= boundary:
             skipped.append(p)  # applied before: the boundary was journaled before the delete
             continue
-        todo.append((p, boundary))
+        todo.append((p, boundary, base64.b64decode(entry["deleted_keys"])))
     # 1. Journal every boundary before deleting anything.
     now = time.time()
-    for p, boundary in todo:
-        record = CleanupBoundary(
-            namespace=namespace,
-            operator_uid=uid,
-            epoch=epoch,
-            key_id=CONTROL_KEY,
-            seq=0,
-            partition=p,
-            position=boundary,
-            at=now,
-        )
-        try:
-            store.append_control(record, p)
-        except ActionJournalError as exc:
-            raise ToolError(
-                f"could not journal the cleanup boundary of partition {p}: {exc}; nothing was "
-                "deleted"
-            ) from None
+    for p, boundary, digests in todo:
+        chunks = range(0, max(len(digests), 1), _DIGESTS_PER_RECORD * DIGEST_SIZE)
+        for start in chunks:
+            record = CleanupBoundary(
+                namespace=namespace,
+                operator_uid=uid,
+                epoch=epoch,
+                key_id=CONTROL_KEY,
+                seq=0,
+                partition=p,
+                position=boundary,
+                at=now,
+                deleted_keys=digests[start : start + _DIGESTS_PER_RECORD * DIGEST_SIZE],
+            )
+            try:
+                store.append_control(record, p)
+            except ActionJournalError as exc:
+                raise ToolError(
+                    f"could not journal the cleanup boundary of partition {p}: {exc}; nothing "
+                    "was deleted"
+                ) from None
     # 2. Delete below each boundary; never at or above it.
     deleted: dict[int, int | None] = {}
     failures: list[str] = []
-    for p, boundary in todo:
+    for p, boundary, _ in todo:
         bar = ProgressBar(f"deleting partition {p} below {boundary}", progress_enabled)
         try:
             deleted[p] = store.delete_below(namespace, uid, p, boundary, bar)
@@ -684,7 +693,7 @@ def apply_plan(
         finally:
             bar.close()
     result = {
-        "applied": [p for p, _ in todo if p in deleted],
+        "applied": [p for p, _, _ in todo if p in deleted],
         "already_applied": skipped,
         "deleted": deleted,
         "failures": failures,

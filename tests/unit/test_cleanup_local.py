@@ -5,6 +5,7 @@ The same scenario runs on a real Kafka broker in tests/integration/test_cleanup.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import sqlite3
@@ -13,6 +14,7 @@ import time
 
 import pytest
 
+from actionjournal import LocalRunner
 from actionjournal.durable.errors import CleanupBoundaryError
 from actionjournal.durable.identity import key_id
 from actionjournal.durable.records import (
@@ -423,3 +425,36 @@ def test_progress_bar_draws_on_stderr_only_when_enabled(journal, tmp_path, capsy
     assert "scanning partition 0 [" in capsys.readouterr().err
     assert cli(["cleanup", "apply", "--plan", str(out), "--progress"]) == 0
     assert "deleting partition 0 below" in capsys.readouterr().err
+
+
+def test_restoring_state_that_never_saw_a_cleaned_key_is_refused(tmp_path):
+    # Key "a" runs twice and "b" once; the plan is made for the snapshot after them, so a's
+    # first run loses its records. A state from before "a" existed (here: none at all) would
+    # take a's re-delivered input for new work and run its calls again.
+    path = tmp_path / "j.db"
+    store = SqliteStore(path)
+    sc.EXECUTED.clear()
+    first = [("a", "x0"), ("a", "x1"), ("b", "y0")]
+
+    async def build():
+        runner = LocalRunner(sc.Worker(), store)
+        await runner.run(first)
+        runner.snapshot(tmp_path / "s.snapshot")
+
+    asyncio.run(build())
+    out, plan = plan_file(tmp_path, path, tmp_path / "s.snapshot")
+    assert plan["partitions"][0]["keys_with_records_deleted"] >= 1
+    assert cli(["cleanup", "apply", "--plan", str(out)]) == 0
+    executed = len(sc.EXECUTED)
+
+    async def fresh(inputs):
+        runner = LocalRunner(sc.Worker(), SqliteStore(path))
+        await runner.run(inputs)
+        return runner
+
+    with pytest.raises(CleanupBoundaryError, match=r"key .*: cleanup deleted its journal records"
+                       r" below position \d+ .* does not know the key"):  # fmt: skip
+        asyncio.run(fresh(first[:1]))
+    assert len(sc.EXECUTED) == executed, "a cleaned key's call ran again"
+    runner = asyncio.run(fresh([("new", "n0")]))  # keys cleanup never touched run as usual
+    assert len(runner.outputs) == 1
