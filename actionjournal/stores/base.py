@@ -60,8 +60,11 @@ class ActionStateStore(ABC):
         """Records of one key written after ``after`` (all retained ones if ``None``), in order,
         with the control records (key id ``CONTROL_KEY``) of the key's partition among them.
 
-        The read is bounded by the end position captured when it began, so it
-        ends even while other writers keep appending.
+        The read is bounded by an end position captured no later than when it began
+        (it ends even while other writers keep appending). It must include every record
+        of the key itself appended before the read: a store may share one end position
+        among the keys recovering together (Kafka: within one second), because a key's
+        own records are appended only by its own subtask, after its recovery.
         """
 
     @abstractmethod
