@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from actionjournal.durable.config import JournalConfig
@@ -19,5 +21,9 @@ class AgentsConfig(BaseModel):
     """Runs one operator subtask executes at once (threads for sync actions and calls)."""
     poll_interval_ms: int = Field(10, gt=0)
     """How often finished runs are collected and their outputs emitted."""
+    checkpoint_timers: Literal["auto", "drain", "bundle-of-one"] = "auto"
+    """How checkpoints keep the timers that resume pending runs (see docs/flink.md):
+    ``drain`` uses actionjournal's operator (needs a JDK once, to compile it), ``bundle-of-one``
+    one element per bundle (slower), ``auto`` the operator when it can be built."""
     stats_file: str | None = None
     """When set, each subtask appends its call counts here as a JSON line when it closes."""

@@ -19,10 +19,12 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import json
+import logging
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -39,6 +41,7 @@ from pyflink.datastream.state import ValueStateDescriptor
 from actionjournal.durable.codec import RecordCodec
 from actionjournal.durable.errors import ConfigurationError
 from actionjournal.durable.stats import MetricGroupMirror
+from actionjournal.operator import draining
 from actionjournal.operator.agent import Agent
 from actionjournal.operator.config import AgentsConfig
 from actionjournal.operator.engine import AgentEngine, KeyState
@@ -48,6 +51,7 @@ from actionjournal.stores.config import open_store
 
 END_OF_TIME = 2**63 - 1  # an event-time timer here fires when a bounded input ends
 BUNDLE_SIZE = "python.fn-execution.bundle.size"
+log = logging.getLogger(__name__)
 MAX_POLL_MS = 1000
 StoreFactory = Callable[[RecordCodec], ActionStateStore]
 
@@ -55,9 +59,12 @@ StoreFactory = Callable[[RecordCodec], ActionStateStore]
 class AgentsExecutionEnvironment:
     """Entry point, shaped like Flink Agents': wrap a stream environment, attach agents."""
 
-    def __init__(self, env: StreamExecutionEnvironment, config: AgentsConfig) -> None:
+    def __init__(
+        self, env: StreamExecutionEnvironment, config: AgentsConfig, operator_jar: Path | None
+    ) -> None:
         self.env = env
         self.config = config
+        self.operator_jar = operator_jar  # None: bundles of one element instead
 
     @classmethod
     def get_execution_environment(
@@ -67,16 +74,31 @@ class AgentsExecutionEnvironment:
         if env is None:
             env = StreamExecutionEnvironment.get_execution_environment()
             env.set_python_executable(sys.executable)
-        # One element (or timer) per bundle. Timers registered in Python reach Flink as
-        # mailbox actions queued while a bundle finishes, and a checkpoint barrier finishes
-        # the open bundle and snapshots before those actions run: a checkpoint could then
-        # hold a key's new pending input without the timer that resumes it (lost for good
-        # on a restore). A bundle of one finishes inside processElement, so its timers are
-        # registered before the task can read the next barrier. See docs/flink.md.
+        # Checkpoints must hold the timers that resume pending runs (actionjournal.operator.
+        # draining): with the draining operator any bundle size works, and short bundles keep
+        # outputs close to the poll interval; without it, only bundles of one element do.
+        jar = None
+        if config.checkpoint_timers != "bundle-of-one":
+            try:
+                jar = draining.operator_jar()
+            except draining.DrainingUnavailable as exc:
+                if config.checkpoint_timers == "drain":
+                    raise ConfigurationError(
+                        f"checkpoint_timers='drain': cannot build the agent operator: {exc}. "
+                        "Install a JDK (javac), or use checkpoint_timers='bundle-of-one'"
+                    ) from None
+                log.warning(
+                    "cannot build actionjournal's Flink operator (%s): falling back to one "
+                    "element per bundle, which is correct but slower; see docs/flink.md",
+                    exc,
+                )
         settings = Configuration()
-        settings.set_string(BUNDLE_SIZE, "1")
+        if jar is None:
+            settings.set_string(BUNDLE_SIZE, "1")
+        else:
+            settings.set_string("python.fn-execution.bundle.time", str(config.poll_interval_ms))
         env.configure(settings)
-        return cls(env, config)
+        return cls(env, config, jar)
 
     def from_datastream(
         self, stream: DataStream, key_selector: Callable[[Any], Any] | None = None
@@ -109,22 +131,23 @@ class AgentJob:
         """The agent's outputs (each ``OutputEvent.output``) as a normal PyFlink stream."""
         if self._agent is None:
             raise ConfigurationError("call .apply(agent) before .to_datastream()")
-        settings = self._environment.env._j_stream_execution_environment.getConfiguration()
+        environment = self._environment
+        jar = environment.operator_jar
+        settings = environment.env._j_stream_execution_environment.getConfiguration()
         size = settings.toMap().get(BUNDLE_SIZE)
-        if size != "1":
+        if jar is None and size != "1":
             raise ConfigurationError(
-                f"{BUNDLE_SIZE} is {size}, the agent binding needs 1: with larger bundles a "
-                "checkpoint can miss the timers that resume a key's pending runs after a "
-                "restore (see docs/flink.md, 'One element per bundle'); leave it as "
+                f"{BUNDLE_SIZE} is {size}, but without actionjournal's operator the agent needs "
+                "1: with larger bundles a checkpoint can miss the timers that resume a key's "
+                "pending runs after a restore (see docs/flink.md); leave it as "
                 "AgentsExecutionEnvironment.get_execution_environment set it"
             )
         uid = self._agent.operator_uid
-        function = AgentFunction(self._agent, self._environment.config, self._store_factory)
-        return (
-            self._keyed.process(function, output_type=Types.PICKLED_BYTE_ARRAY())
-            .uid(uid)
-            .name(f"agent {uid}")
-        )
+        function = AgentFunction(self._agent, environment.config, self._store_factory)
+        stream = self._keyed.process(function, output_type=Types.PICKLED_BYTE_ARRAY())
+        if jar is not None:
+            draining.install(environment.env, stream, jar)
+        return stream.uid(uid).name(f"agent {uid}")
 
 
 class AgentFunction(KeyedProcessFunction):

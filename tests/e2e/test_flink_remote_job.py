@@ -12,6 +12,7 @@ import json
 import pytest
 from pyflink.common import Types
 
+from actionjournal.operator.config import AgentsConfig
 from actionjournal.operator.flink import AgentsExecutionEnvironment
 from actionjournal.reconcilers import RemoteAgentJob
 from actionjournal.testing.crash import CrashOnce
@@ -33,13 +34,15 @@ class ByUser:
         return f"user_{question['id'] % self.keys}"
 
 
-def run_job(tmp_path, n: int, keys: int, crash_at: str) -> tuple[list, dict]:
+def run_job(
+    tmp_path, n: int, keys: int, crash_at: str, config: AgentsConfig | None = None
+) -> tuple[list, dict]:
     elements = [json.dumps({"id": i, "text": f"question {i}"}) for i in range(n)]
     store = CrashOnce(str(tmp_path / "killed"), crash_at, sqlite(tmp_path / "journal.db"))
     sink = JsonLines(tmp_path / "outputs.jsonl")
     with RemoteAgentService(run_seconds=1.5) as service:
         env = local_env(tmp_path / "checkpoints", checkpoint_interval_ms=300)
-        agents = AgentsExecutionEnvironment.get_execution_environment(env)
+        agents = AgentsExecutionEnvironment.get_execution_environment(env, config)
         questions = paced_source(env, elements, per_second=10).map(
             json.loads, output_type=Types.PICKLED_BYTE_ARRAY()
         )
@@ -63,8 +66,11 @@ def test_worker_killed_while_remote_runs_are_in_flight(tmp_path):
     assert set(turns.values()) == {1}, f"a finished remote thread was posted again: {turns}"
 
 
-def test_a_key_without_later_input_resumes_after_a_failover(tmp_path):
+@pytest.mark.parametrize("timers", ["drain", "bundle-of-one"])
+def test_a_key_without_later_input_resumes_after_a_failover(tmp_path, timers):
+    # Unique keys: nothing but a checkpointed timer can resume a key after the restore.
     n = 10
-    outputs, turns = run_job(tmp_path, n, keys=n, crash_at="after:CallStarted:6")
+    config = AgentsConfig(checkpoint_timers=timers)
+    outputs, turns = run_job(tmp_path, n, keys=n, crash_at="after:CallStarted:6", config=config)
     assert {o["id"] for o in outputs} == set(range(n))
     assert set(turns.values()) == {1}

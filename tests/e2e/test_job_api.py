@@ -57,10 +57,37 @@ def test_operator_uid_comes_from_the_agent():
 
 def test_a_bundle_size_that_would_lose_timers_is_refused():
     env = local_env()
-    agents = AgentsExecutionEnvironment.get_execution_environment(env)
+    config = AgentsConfig(checkpoint_timers="bundle-of-one")
+    agents = AgentsExecutionEnvironment.get_execution_environment(env, config)
     settings = Configuration()
     settings.set_string("python.fn-execution.bundle.size", "1000")
     env.configure(settings)  # after the binding set it to 1
     job = agents.from_datastream(env.from_collection([1]), key_selector=str).apply(Echo())
-    with pytest.raises(ConfigurationError, match=r"bundle.size is 1000, the agent binding needs 1"):
+    with pytest.raises(ConfigurationError, match=r"bundle.size is 1000, but without"):
         job.to_datastream()
+
+
+def test_without_a_jdk_the_operator_falls_back_to_bundles_of_one(tmp_path, monkeypatch, caplog):
+    monkeypatch.setenv("ACTIONJOURNAL_CACHE", str(tmp_path))  # nothing compiled yet
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))  # no javac
+    env = local_env()
+    with pytest.raises(ConfigurationError, match="checkpoint_timers='drain': .* no javac"):
+        AgentsExecutionEnvironment.get_execution_environment(
+            env, AgentsConfig(checkpoint_timers="drain")
+        )
+    agents = AgentsExecutionEnvironment.get_execution_environment(env)
+    assert agents.operator_jar is None
+    assert "falling back to one element per bundle" in caplog.text
+    settings = env._j_stream_execution_environment.getConfiguration().toMap()
+    assert settings.get("python.fn-execution.bundle.size") == "1"
+
+
+def test_the_agent_runs_in_the_draining_operator():
+    env = local_env()
+    agents = AgentsExecutionEnvironment.get_execution_environment(env)
+    assert agents.operator_jar is not None, "this machine has a JDK: the operator must build"
+    stream = agents.from_datastream(env.from_collection([1]), key_selector=str)
+    out = stream.apply(Echo()).to_datastream()
+    operator = out._j_data_stream.getTransformation().getOperatorFactory().getOperator()
+    assert operator.getClass().getName() == "io.actionjournal.flink.DrainingKeyedProcessOperator"

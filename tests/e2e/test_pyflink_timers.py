@@ -3,11 +3,10 @@
 PyFlink 2.3 (process mode) queues each timer registration from Python as a mailbox
 action, and a checkpoint barrier finishes the open bundle and snapshots before those
 actions run. Keyed state written in that bundle is in the checkpoint, its timers are
-not. With one element per bundle (``python.fn-execution.bundle.size=1``, what the agent
-binding sets) the bundle finishes inside processElement and its timers are registered
-before the next barrier is read. A plain KeyedProcessFunction, no actionjournal code:
-the default case pins the upstream behaviour down (an upgrade that fixes it shows up
-as an unexpected pass), the other proves the setting the binding relies on.
+not. A plain KeyedProcessFunction: with PyFlink's operator and default bundles this
+pins the upstream behaviour down (an upgrade that fixes it shows up as an unexpected
+pass); actionjournal's draining operator (actionjournal/operator/draining.py) and one
+element per bundle (the fallback without a JDK) are the two fixes the binding uses.
 """
 
 from __future__ import annotations
@@ -20,6 +19,7 @@ from pyflink.common import Configuration, Types
 from pyflink.datastream import KeyedProcessFunction
 from pyflink.datastream.state import ValueStateDescriptor
 
+from actionjournal.operator import draining
 from actionjournal.testing.flink import local_env, paced_source
 
 pytestmark = [pytest.mark.flink, pytest.mark.slow]
@@ -60,10 +60,11 @@ class Remember(KeyedProcessFunction):
 
 
 @pytest.mark.parametrize(
-    "bundle_size",
+    ("bundle_size", "drain"),
     [
         pytest.param(
             None,
+            False,
             marks=pytest.mark.xfail(
                 reason="PyFlink 2.3 (process mode): timers registered in the bundle a "
                 "checkpoint barrier finishes are missing from that checkpoint",
@@ -72,10 +73,11 @@ class Remember(KeyedProcessFunction):
             ),
             id="default-bundles",
         ),
-        pytest.param(1, id="bundle-of-one"),
+        pytest.param(None, True, id="draining-operator"),
+        pytest.param(1, False, id="bundle-of-one"),
     ],
 )
-def test_timers_registered_before_a_checkpoint_fire_after_a_failover(tmp_path, bundle_size):
+def test_timers_registered_before_a_checkpoint_fire_after_a_failover(tmp_path, bundle_size, drain):
     env = local_env(tmp_path / "checkpoints", checkpoint_interval_ms=100)
     if bundle_size is not None:
         settings = Configuration()
@@ -86,7 +88,10 @@ def test_timers_registered_before_a_checkpoint_fire_after_a_failover(tmp_path, b
         elements += [f"k{i}:x", f"b:{i}x"]
     elements += ["fail"] + [f"b:z{i}" for i in range(10)]
     source = paced_source(env, elements, per_second=60)
-    source.key_by(lambda v: v.split(":")[0]).process(Remember(str(tmp_path))).uid("remember")
+    stream = source.key_by(lambda v: v.split(":")[0]).process(Remember(str(tmp_path)))
+    if drain:
+        draining.install(env, stream, draining.operator_jar())
+    stream.uid("remember")
     env.execute("timers-after-a-failover")
 
     lines = (tmp_path / "log").read_text().splitlines()

@@ -1,0 +1,44 @@
+/*
+ * PyFlink's keyed process operator (process mode), with the timers of the bundle a
+ * checkpoint barrier finishes registered before the snapshot.
+ *
+ * Timers registered from Python arrive while a bundle finishes and are registered by
+ * mailbox actions. prepareSnapshotPreBarrier finishes the open bundle and the snapshot
+ * follows in the same step, before those actions run, so without this the checkpoint
+ * holds the keyed state written in that bundle but not its timers. Compiled on demand
+ * by actionjournal/operator/draining.py against the installed PyFlink's jars.
+ */
+package io.actionjournal.flink;
+
+import org.apache.flink.api.common.typeinfo.TypeInformation;
+import org.apache.flink.api.java.typeutils.RowTypeInfo;
+import org.apache.flink.configuration.Configuration;
+import org.apache.flink.streaming.api.functions.python.DataStreamPythonFunctionInfo;
+import org.apache.flink.streaming.api.operators.python.process.AbstractExternalDataStreamPythonFunctionOperator;
+import org.apache.flink.streaming.api.operators.python.process.ExternalPythonKeyedProcessOperator;
+
+public class DrainingKeyedProcessOperator<OUT> extends ExternalPythonKeyedProcessOperator<OUT> {
+    private static final long serialVersionUID = 1L;
+
+    public DrainingKeyedProcessOperator(
+            Configuration config,
+            DataStreamPythonFunctionInfo functionInfo,
+            RowTypeInfo inputTypeInfo,
+            TypeInformation<OUT> outputTypeInfo) {
+        super(config, functionInfo, inputTypeInfo, outputTypeInfo);
+    }
+
+    @Override
+    public void prepareSnapshotPreBarrier(long checkpointId) throws Exception {
+        super.prepareSnapshotPreBarrier(checkpointId); // finishes the open bundle
+        drainUnregisteredTimers(); // registers its timers now, not after the snapshot
+    }
+
+    /** PyFlink's operator chaining rebuilds operators through copy: stay this class. */
+    @Override
+    public <T> AbstractExternalDataStreamPythonFunctionOperator<T> copy(
+            DataStreamPythonFunctionInfo functionInfo, TypeInformation<T> outputTypeInfo) {
+        return new DrainingKeyedProcessOperator<>(
+                getConfiguration(), functionInfo, (RowTypeInfo) getInputTypeInfo(), outputTypeInfo);
+    }
+}
