@@ -39,8 +39,10 @@ Guarantees and why they hold:
   namespace/operator for other keys of that bucket (filtered in Arrow, never decoded for
   other namespaces), so recovering many keys costs one pass per bucket.
 * **Sync and thread-safe over an asyncio client.** pyfluss is asyncio-only: the store runs
-  a private event loop in a background thread and every call hops onto it. Reads use their
-  own connection: a fetch parked at the end of a bucket would delay appends on a shared one.
+  a private event loop in a background thread and every call hops onto it, except the
+  appends that need no probe: they wait for their acknowledgement on an event loop of the
+  calling thread (kept per thread), like a plain pyfluss caller. Reads use their own
+  connection: a fetch parked at the end of a bucket would delay appends on a shared one.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import concurrent.futures
+import contextlib
 import functools
 import logging
 import threading
@@ -204,6 +207,27 @@ def _close_open_stores() -> None:
     # pyfluss aborts the interpreter (SIGABRT) when its futures are still pending at exit.
     for store in list(_open_stores):
         store.close()
+
+
+_threads = threading.local()
+
+
+def _own_loop() -> asyncio.AbstractEventLoop | None:
+    """The calling thread's event loop for waiting on appends; None if one runs here already."""
+    try:
+        asyncio.get_running_loop()
+        return None
+    except RuntimeError:
+        pass
+    loop: asyncio.AbstractEventLoop | None = getattr(_threads, "loop", None)
+    if loop is None:
+        loop = _threads.loop = asyncio.new_event_loop()
+    return loop
+
+
+async def _acknowledged(writer: Any, row: tuple[str, str, str, bytes], timeout: float) -> None:
+    async with asyncio.timeout(timeout):  # pyfluss binds the wait to the running loop
+        await writer.append(row).wait()
 
 
 # -- recovery cache ----------------------------------------------------------------------------
@@ -410,8 +434,14 @@ class FlussActionStateStore(ActionStateStore):
         row = (record.key_id, record.namespace, record.operator_uid, data)
         timeout = self.config.ack_timeout_s
         exact = isinstance(record, RunCompleted)  # the one marker keyed state keeps
+        here = None if exact else _own_loop()
         try:
-            position = self._loop.call(self._append(row, bucket, exact), timeout + _LOOP_MARGIN_S)
+            if here is not None and (writer := self._writer) is not None:
+                position = self._append_here(here, writer, row, bucket)
+            else:
+                position = self._loop.call(
+                    self._append(row, bucket, exact), timeout + _LOOP_MARGIN_S
+                )
         except TimeoutError:
             raise JournalWriteError(
                 f"{what}: no acknowledgement within ack_timeout_s={timeout:g}; the record may or "
@@ -441,6 +471,31 @@ class FlussActionStateStore(ActionStateStore):
         except BaseException:
             self._invalidate(generation)
             raise
+
+    def _append_here(
+        self,
+        here: asyncio.AbstractEventLoop,
+        writer: Any,
+        row: tuple[str, str, str, bytes],
+        bucket: int,
+    ) -> int:
+        """:meth:`_append` without a probe, waiting on the calling thread's own loop.
+
+        Hopping onto the store's loop and back would add two thread wake-ups to the append,
+        on a busy machine up to a third of its time; pyfluss completes a wait on whichever loop
+        awaits it. After a failure the store's loop, which owns the writer, drops it; the
+        caller's error message asks that loop about the cluster first, so it is dropped
+        before the caller can append again.
+        """
+        generation = self._generation
+        below = self._ends.get(bucket, 0) - 1
+        try:
+            here.run_until_complete(_acknowledged(writer, row, self.config.ack_timeout_s))
+        except BaseException:
+            with contextlib.suppress(RuntimeError):  # the store was closed meanwhile
+                self._loop.loop.call_soon_threadsafe(self._invalidate, generation)
+            raise
+        return below
 
     def _invalidate(self, generation: int) -> None:
         """After a failure, write through a new table handle and writer.
