@@ -483,9 +483,9 @@ class FlussActionStateStore(ActionStateStore):
 
         Hopping onto the store's loop and back would add two thread wake-ups to the append,
         on a busy machine up to a third of its time; pyfluss completes a wait on whichever loop
-        awaits it. After a failure the store's loop, which owns the writer, drops it; the
-        caller's error message asks that loop about the cluster first, so it is dropped
-        before the caller can append again.
+        awaits it. After a failure the store's loop, which owns the writer, drops it (the
+        error message's question to the cluster queues behind that on the same loop, so for
+        a timeout or a server error it is dropped before the caller can append again).
         """
         generation = self._generation
         below = self._ends.get(bucket, 0) - 1
