@@ -74,8 +74,9 @@ ABOUT: dict[str, About] = {
         "ours>=",
     ),
     "fluss.append.p50": About(
-        "median ms of one `append` of a ~200-byte record through the Fluss store (acks=all, "
-        "idempotent, no batching delay), including the probe that learns its offset",
+        "median ms of one `append` of a ~200-byte `CallFinished` through the Fluss store "
+        "(acks=all, idempotent, no batching delay); a run's last record (`RunCompleted`) also "
+        "reads its offset, one more round trip per run, printed by the benchmark",
         "a raw pyfluss `append(row)` + `wait()` of the same row with the same writer settings, "
         "interleaved with ours",
         "ratio<=",
