@@ -191,7 +191,7 @@ def bench_recovery_read(bootstrap: str, records: int = 30000, keys: int = 300) -
     assert seen == records
     print(
         f"recovery: {records} records of {keys} keys in one bucket; read_key took "
-        f"{ours * 1000:.0f} ms (one end-offset probe per key, one pass over the bucket, Arrow "
+        f"{ours * 1000:.0f} ms (one end-offset probe for the wave, one pass over the bucket, Arrow "
         f"to Python, decode); the raw Arrow scan took {base * 1000:.0f} ms"
     )
     return entry("fluss.recovery.read", "records/s", records / ours, records / base, 200000)

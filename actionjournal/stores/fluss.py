@@ -35,9 +35,13 @@ Guarantees and why they hold:
   replication factor 1 loses recent acknowledged appends, see docs/fluss.md); the read
   raises :class:`DataLossError` instead of treating later records at reused offsets as new.
 * **Recovery reads each bucket range once.** ``read_key`` reads a key's bucket from its
-  marker to the end captured when the read began and keeps the records of the same
-  namespace/operator for other keys of that bucket (filtered in Arrow, never decoded for
-  other namespaces), so recovering many keys costs one pass per bucket.
+  marker to the bucket's end and keeps the records of the same namespace/operator for other
+  keys of that bucket (filtered in Arrow, never decoded for other namespaces), so recovering
+  many keys costs one pass per bucket. The end is read once per recovery wave: reads that
+  begin within ``_WAVE_S`` (1 s) of a bucket's end probe reuse it, as the Kafka store does
+  (see its docstring for why): a key's records are appended only by the subtask that owns
+  it, after its recovery, so an end captured before its first read misses none of them; a
+  key read again by the same store gets a fresh end.
 * **Sync and thread-safe over an asyncio client.** pyfluss is asyncio-only: the store runs
   a private event loop in a background thread and every call hops onto it, except the
   appends that need no probe: they wait for their acknowledgement on an event loop of the
@@ -90,6 +94,7 @@ _KEY, _NAMESPACE, _UID, _RECORD = range(4)
 _LOOP_MARGIN_S = 5.0
 _ENTRY_OVERHEAD = 100  # rough Python cost of one cached (offset, bytes) pair
 _EARLIEST_TTL_S = 1.0  # a recovery burst shares one earliest-offset query
+_WAVE_S = 1.0  # ... and one end-offset probe per bucket (see "Recovery reads ...")
 _POLL_MS = 100
 # Client settings of the store's own, unless client_config says otherwise: no batching delay
 # for a lone append (p50 ~0.8 ms vs ~100 ms with the default 100 ms), short fetch waits for
@@ -299,6 +304,8 @@ class FlussActionStateStore(ActionStateStore):
         self.identity = StoreIdentity("fluss", self.name, str(self.table_id))
         self._read_lock = threading.Lock()
         self._windows: dict[tuple[int, str, str], _Window] = {}
+        self._wave_ends: dict[int, tuple[float, int]] = {}  # bucket -> (probed at, end)
+        self._served: set[tuple[str, str, str]] = set()  # (namespace, uid, key) read so far
         self._earliest: tuple[float, dict[int, int]] = (0.0, {})
         _open_stores.add(self)
         log.info(
@@ -655,11 +662,10 @@ class FlussActionStateStore(ActionStateStore):
     ) -> list[JournalRecord]:
         bucket = self.partition_of(key_id)
         where = f"table {self.name} bucket {bucket}"
-        timeout = self.config.request_timeout_s
         with self._read_lock:
-            high = self._call(
-                self._read_end(bucket), timeout, f"reading the end of bucket {bucket}"
-            )
+            again = (namespace, operator_uid, key_id) in self._served
+            self._served.add((namespace, operator_uid, key_id))
+            high = self._end_of(bucket, 0.0 if again else _WAVE_S)
             if after is not None and after.position >= high:
                 raise DataLossError(
                     f"the recovery marker of key {key_id} is at offset {after.position} but "
@@ -685,6 +691,17 @@ class FlussActionStateStore(ActionStateStore):
                 except RecordError:  # again, saying where (not built for every record)
                     decode(data, f"{where} offset {offset}")
         return records
+
+    def _end_of(self, bucket: int, max_age: float) -> int:
+        """The bucket's end offset, probed at most ``max_age`` seconds ago."""
+        probed = self._wave_ends.get(bucket)
+        if probed is not None and time.monotonic() - probed[0] <= max_age:
+            return probed[1]
+        asked = time.monotonic()  # before the probe: the end is at least this old
+        timeout = self.config.request_timeout_s
+        end = self._call(self._read_end(bucket), timeout, f"reading the end of bucket {bucket}")
+        self._wave_ends[bucket] = (asked, end)
+        return end
 
     def _entries(
         self,
