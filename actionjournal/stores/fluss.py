@@ -341,6 +341,7 @@ class FlussActionStateStore(ActionStateStore):
                     )
                 info = await self._create_table(admin)
             self._check_table(info)
+            self.table_id = int(info.table_id)  # _wait_ready scans its buckets
             await self._wait_ready()
         except fluss.FlussError as exc:
             raise StoreError(
@@ -407,7 +408,11 @@ class FlussActionStateStore(ActionStateStore):
 
     async def _wait_ready(self) -> None:
         """Wait until every bucket has a leader: a new table, or a restarted tablet server,
-        needs a moment (pyfluss then says "table not found" although the table exists)."""
+        needs a moment (pyfluss then says "table not found" although the table exists).
+
+        The coordinator may answer ``list_offsets`` before the restarted tablet server leads
+        every bucket again, so each bucket's leader is asked too (the limit scan of
+        ``_high_watermark``, which waits out "no leader")."""
         admin = self._conn.get_admin()
         buckets = list(range(self.config.buckets))
         while True:
@@ -416,6 +421,7 @@ class FlussActionStateStore(ActionStateStore):
                     self._path, buckets, fluss.OffsetSpec.latest()
                 )
                 self._table = await self._conn.get_table(self._path)
+                await asyncio.gather(*(self._high_watermark(b) for b in buckets))
                 self._writer = self._table.new_append().create_writer()
                 return
             except fluss.FlussError as exc:
