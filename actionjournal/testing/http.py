@@ -13,6 +13,7 @@ from typing import Any, Self
 
 class _QuietServer(ThreadingHTTPServer):
     daemon_threads = True
+    request_queue_size = 1024  # hundreds of concurrent calls connect at once (default 5)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         pass  # clients killed mid-request (on purpose, in crash tests) are not errors
