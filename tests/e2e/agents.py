@@ -8,7 +8,7 @@ import json
 import httpx
 
 from actionjournal import Agent, InputEvent, OutputEvent, action, current_call
-from actionjournal.stores.config import SqliteStoreConfig, open_store
+from actionjournal.stores.config import KafkaStoreConfig, SqliteStoreConfig, open_store
 from actionjournal.tools.demo import probe_service
 
 
@@ -47,6 +47,12 @@ class TwoSteps(Agent):
 def sqlite(path) -> functools.partial:
     """A picklable store factory: every Flink worker opens the same journal file."""
     return functools.partial(open_store, SqliteStoreConfig(path=str(path)))
+
+
+def kafka(bootstrap: str, topic: str) -> functools.partial:
+    """A picklable store factory for a journal topic on a real broker."""
+    config = KafkaStoreConfig(bootstrap_servers=bootstrap, topic=topic, partitions=4)
+    return functools.partial(open_store, config)
 
 
 def inputs(n: int, keys: int) -> list[str]:

@@ -6,6 +6,7 @@ Each test starts at least two jobs (a few seconds each), so there are few of the
 from __future__ import annotations
 
 import time
+import uuid
 from collections import Counter
 
 import pytest
@@ -15,7 +16,7 @@ from actionjournal.operator.flink import AgentsExecutionEnvironment
 from actionjournal.testing.crash import CrashOnce
 from actionjournal.testing.flink import JsonLines, local_env, paced_source, stop_with_savepoint
 from actionjournal.testing.service import CountingService
-from tests.e2e.agents import TwoSteps, inputs, key_of, sqlite
+from tests.e2e.agents import TwoSteps, inputs, kafka, key_of, sqlite
 
 pytestmark = [pytest.mark.flink, pytest.mark.slow]
 
@@ -27,12 +28,16 @@ def build(env, url, elements, per_second, store_factory):
     return job.apply(TwoSteps(url), store_factory=store_factory).to_datastream()
 
 
-def test_task_failure_mid_run_restores_from_the_checkpoint(tmp_path):
+@pytest.mark.parametrize("backend", ["sqlite", pytest.param("kafka", marks=pytest.mark.kafka)])
+def test_task_failure_mid_run_restores_from_the_checkpoint(tmp_path, request, backend):
     n = 40
+    if backend == "kafka":
+        topic = f"e2e-{uuid.uuid4().hex[:8]}"
+        journal = kafka(request.getfixturevalue("kafka_bootstrap"), topic)
+    else:
+        journal = sqlite(tmp_path / "journal.db")
     # The Python worker is SIGKILLed right after the 25th call result was journaled.
-    factory = CrashOnce(
-        str(tmp_path / "crashed"), "after:CallFinished:25", sqlite(tmp_path / "journal.db")
-    )
+    factory = CrashOnce(str(tmp_path / "crashed"), "after:CallFinished:25", journal)
     with CountingService() as service:
         env = local_env(tmp_path / "checkpoints", checkpoint_interval_ms=300)
         sink = JsonLines(tmp_path / "outputs.jsonl")
