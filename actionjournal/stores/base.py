@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
+from actionjournal.durable.codec import RecordCodec
+from actionjournal.durable.errors import RecordError
 from actionjournal.durable.records import JournalRecord, Marker, StoreIdentity
 
 Progress = Callable[[int, int], None]
@@ -143,3 +147,45 @@ class ActionStateStore(ABC):
         Never touches ``position`` or anything above it, so writers may keep appending.
         """
         raise NotImplementedError(f"{type(self).__name__} does not support cleanup")
+
+
+V = TypeVar("V")
+
+
+class RecentProbes(Generic[V]):
+    """Answers of a broker probe per partition, reused while younger than a caller's limit.
+
+    Keys recovering together (a recovery wave) share one probe per partition instead of one
+    each; why that is safe depends on what is probed (see the Kafka and Fluss stores).
+    """
+
+    def __init__(self) -> None:
+        self._seen: dict[int, tuple[float, V]] = {}
+
+    def get(self, partition: int, max_age: float, probe: Callable[[], V]) -> V:
+        seen = self._seen.get(partition)
+        if seen is not None and time.monotonic() - seen[0] <= max_age:
+            return seen[1]
+        asked = time.monotonic()  # before the probe: the answer is at least this old
+        answer = probe()
+        self._seen[partition] = (asked, answer)
+        return answer
+
+    def forget(self, partition: int) -> None:
+        self._seen.pop(partition, None)
+
+
+def decode_range(
+    codec: RecordCodec, entries: Iterable[tuple[int, bytes]], start: int, end: int, where: str
+) -> list[JournalRecord]:
+    """Decode the entries at positions ``[start, end)``; a bad one is reported with its place
+    (``where`` plus its position, built only then)."""
+    decode = codec.decode
+    records = []
+    for position, data in entries:
+        if start <= position < end:
+            try:
+                records.append(decode(data))
+            except RecordError:
+                decode(data, f"{where} offset {position}")
+    return records

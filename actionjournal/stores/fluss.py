@@ -69,9 +69,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from actionjournal.durable.codec import RecordCodec
-from actionjournal.durable.errors import DataLossError, JournalWriteError, RecordError, StoreError
+from actionjournal.durable.errors import DataLossError, JournalWriteError, StoreError
 from actionjournal.durable.records import JournalRecord, Marker, RunCompleted, StoreIdentity
-from actionjournal.stores.base import ActionStateStore
+from actionjournal.stores.base import ActionStateStore, RecentProbes, decode_range
 from actionjournal.stores.fluss_config import FlussStoreConfig
 
 __all__ = ["FlussActionStateStore", "FlussStoreConfig", "fluss_bucket"]
@@ -304,7 +304,7 @@ class FlussActionStateStore(ActionStateStore):
         self.identity = StoreIdentity("fluss", self.name, str(self.table_id))
         self._read_lock = threading.Lock()
         self._windows: dict[tuple[int, str, str], _Window] = {}
-        self._wave_ends: dict[int, tuple[float, int]] = {}  # bucket -> (probed at, end)
+        self._wave_ends: RecentProbes[int] = RecentProbes()  # see _end_of
         self._served: set[tuple[str, str, str]] = set()  # (namespace, uid, key) read so far
         self._earliest: tuple[float, dict[int, int]] = (0.0, {})
         _open_stores.add(self)
@@ -688,26 +688,15 @@ class FlussActionStateStore(ActionStateStore):
             entries = self._entries(
                 bucket, namespace, operator_uid, key_id, start, high, after is None
             )
-        decode = self.codec.decode
-        records = []
-        for offset, data in entries:
-            if start <= offset < high:
-                try:
-                    records.append(decode(data))
-                except RecordError:  # again, saying where (not built for every record)
-                    decode(data, f"{where} offset {offset}")
-        return records
+        return decode_range(self.codec, entries, start, high, where)
 
     def _end_of(self, bucket: int, max_age: float) -> int:
         """The bucket's end offset, probed at most ``max_age`` seconds ago."""
-        probed = self._wave_ends.get(bucket)
-        if probed is not None and time.monotonic() - probed[0] <= max_age:
-            return probed[1]
-        asked = time.monotonic()  # before the probe: the end is at least this old
         timeout = self.config.request_timeout_s
-        end = self._call(self._read_end(bucket), timeout, f"reading the end of bucket {bucket}")
-        self._wave_ends[bucket] = (asked, end)
-        return end
+        what = f"reading the end of bucket {bucket}"
+        return self._wave_ends.get(
+            bucket, max_age, lambda: self._call(self._read_end(bucket), timeout, what)
+        )
 
     def _entries(
         self,

@@ -96,12 +96,17 @@ from actionjournal.durable.codec import FLAG_SIGNED, MAGIC, RecordCodec
 from actionjournal.durable.errors import (
     DataLossError,
     JournalWriteError,
-    RecordError,
     StoreError,
 )
 from actionjournal.durable.records import CONTROL_KEY, JournalRecord, Marker, StoreIdentity
 from actionjournal.durable.stats import note_append
-from actionjournal.stores.base import ActionStateStore, Progress, ScannedRecord
+from actionjournal.stores.base import (
+    ActionStateStore,
+    Progress,
+    RecentProbes,
+    ScannedRecord,
+    decode_range,
+)
 from actionjournal.stores.kafka_config import KafkaStoreConfig
 
 __all__ = ["KafkaActionStateStore", "KafkaStoreConfig"]
@@ -392,8 +397,7 @@ class KafkaActionStateStore(ActionStateStore):
         self._spans: dict[tuple[int, str, str], _Span] = {}
         # Keys already read, by namespace/operator: read again, they need the current end.
         self._served: dict[tuple[str, str], set[str]] = {}
-        # partition -> (when asked, low, high), shared by a recovery wave (_offsets).
-        self._captured: dict[int, tuple[float, int, int]] = {}
+        self._captured: RecentProbes[tuple[int, int]] = RecentProbes()  # see _offsets
         log.info(
             "Kafka journal: topic %s (id %s, %d partitions) on %s",
             self.topic, topic_id, config.partitions, config.bootstrap_servers,
@@ -535,15 +539,9 @@ class KafkaActionStateStore(ActionStateStore):
                     # partition again (correct, only slower).
                     self._spans.clear()
             served.add(key_id)
-        decode = self.codec.decode
-        records = []
-        for offset, data in entries:
-            if start <= offset < high:
-                try:
-                    records.append(decode(data))
-                except RecordError:  # again, saying where (not built for every record)
-                    decode(data, f"topic {self.topic} partition {partition} offset {offset}")
-        return records
+        return decode_range(
+            self.codec, entries, start, high, f"topic {self.topic} partition {partition}"
+        )
 
     def earliest_position(self, key_id: str) -> int:
         with self._read_lock:
@@ -555,13 +553,7 @@ class KafkaActionStateStore(ActionStateStore):
         Keys recovering together (a recovery wave) share one broker query per partition
         instead of one each: see the module docstring for why the reuse is safe.
         """
-        captured = self._captured.get(partition)
-        if captured is not None and time.monotonic() - captured[0] <= max_age:
-            return captured[1], captured[2]
-        asked = time.monotonic()  # before the query: the values are at least this old
-        low, high = self._watermarks(partition)
-        self._captured[partition] = (asked, low, high)
-        return low, high
+        return self._captured.get(partition, max_age, lambda: self._watermarks(partition))
 
     # -- operator tools: inspect and cleanup ----------------------------------------------
 
@@ -756,7 +748,7 @@ class KafkaActionStateStore(ActionStateStore):
             admin.poll(0)
             del admin
             with self._read_lock:
-                self._captured.pop(partition, None)  # its first offset moved
+                self._captured.forget(partition)  # its first offset moved
         if progress is not None:
             progress(1, 1)
         return position - low
