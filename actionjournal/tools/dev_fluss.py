@@ -45,7 +45,7 @@ from actionjournal.tools.devproc import (
     log_contains,
     port_open,
     read_state,
-    write_state,
+    start_detached,
 )
 
 __all__ = [
@@ -368,14 +368,8 @@ def start(workdir: str | os.PathLike[str] | None = None, *, port: int | None = N
 
     Data persists in ``workdir`` (default ``<cache>/dev/fluss``) across stop/start.
     """
-    current = status()
-    if current is not None:
-        return current
-    cluster = FlussCluster(workdir or maven.cache_dir("dev", "fluss"), port=port)
-    cluster.start()
-    info = cluster.detach()
-    write_state("fluss", info)
-    return info
+    workdir = workdir or maven.cache_dir("dev", "fluss")
+    return start_detached("fluss", status, lambda: FlussCluster(workdir, port=port))
 
 
 def status() -> ClusterInfo | None:

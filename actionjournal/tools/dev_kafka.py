@@ -46,7 +46,7 @@ from actionjournal.tools.devproc import (
     log_contains,
     port_open,
     read_state,
-    write_state,
+    start_detached,
 )
 
 __all__ = [
@@ -350,14 +350,8 @@ def start(workdir: str | os.PathLike[str] | None = None, *, port: int | None = N
 
     Data persists in ``workdir`` (default ``<cache>/dev/kafka``) across stop/start.
     """
-    current = status()
-    if current is not None:
-        return current
-    broker = KafkaBroker(workdir or maven.cache_dir("dev", "kafka"), port=port)
-    broker.start()
-    info = broker.detach()
-    write_state("kafka", info)
-    return info
+    workdir = workdir or maven.cache_dir("dev", "kafka")
+    return start_detached("kafka", status, lambda: KafkaBroker(workdir, port=port))
 
 
 def status() -> BrokerInfo | None:

@@ -263,6 +263,19 @@ def clear_state(service: str) -> None:
     _state_path(service).unlink(missing_ok=True)
 
 
+def start_detached(service: str, running: Callable[[], T | None], server: Callable[[], Any]) -> T:
+    """The detached ``service`` that is ``running()``, else a new ``server()`` started,
+    detached and recorded."""
+    current = running()
+    if current is not None:
+        return current
+    new = server()
+    new.start()
+    info = new.detach()
+    write_state(service, info)
+    return info
+
+
 class ServiceInfo(Protocol):
     @property
     def bootstrap(self) -> str: ...
