@@ -133,15 +133,16 @@ class AgentJob:
             raise ConfigurationError("call .apply(agent) before .to_datastream()")
         environment = self._environment
         jar = environment.operator_jar
-        settings = environment.env._j_stream_execution_environment.getConfiguration()
-        size = settings.toMap().get(BUNDLE_SIZE)
-        if jar is None and size != "1":
-            raise ConfigurationError(
-                f"{BUNDLE_SIZE} is {size}, but without actionjournal's operator the agent needs "
-                "1: with larger bundles a checkpoint can miss the timers that resume a key's "
-                "pending runs after a restore (see docs/flink.md); leave it as "
-                "AgentsExecutionEnvironment.get_execution_environment set it"
-            )
+        if jar is None:
+            settings = environment.env._j_stream_execution_environment.getConfiguration()
+            size = settings.toMap().get(BUNDLE_SIZE)
+            if size != "1":
+                raise ConfigurationError(
+                    f"{BUNDLE_SIZE} is {size}, but without actionjournal's operator the agent "
+                    "needs 1: with larger bundles a checkpoint can miss the timers that resume a "
+                    "key's pending runs after a restore (see docs/flink.md); leave it as "
+                    "AgentsExecutionEnvironment.get_execution_environment set it"
+                )
         uid = self._agent.operator_uid
         function = AgentFunction(self._agent, environment.config, self._store_factory)
         stream = self._keyed.process(function, output_type=Types.PICKLED_BYTE_ARRAY())
