@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
 import time
 import uuid
@@ -33,16 +34,9 @@ fluss = pytest.importorskip("fluss")
 
 from actionjournal.stores import fluss as fluss_store_module  # noqa: E402
 from actionjournal.stores.fluss import FlussActionStateStore, FlussStoreConfig  # noqa: E402
+from tests.store_checks import check_one_pass_per_partition, rc, seqs  # noqa: E402
 
 pytestmark = pytest.mark.fluss
-
-
-def rc(key: str, seq: int, namespace: str = "ns", digest: str = "d") -> RunCompleted:
-    return RunCompleted(namespace, "op", 0, key, seq, at=1.0, input_digest=digest)
-
-
-def seqs(store: FlussActionStateStore, key: str, namespace: str = "ns", after=None) -> list[int]:
-    return [r.seq for r in store.read_key(namespace, "op", key, after)]
 
 
 class Noop(Agent):
@@ -272,46 +266,9 @@ def test_namespaces_sharing_a_table_do_not_interfere(fluss_store, fluss_table):
 
 
 def test_many_keys_recover_with_one_pass_per_bucket(fluss_store, fluss_table, monkeypatch):
-    monkeypatch.setattr(fluss_store_module, "_WAVE_S", 3600.0)  # all the reads below are one wave
     writer = fluss_store(fluss_table, buckets=2)
-    keys = [f"key-{n}" for n in range(30)]
-    markers = {}
-    for seq in range(3):
-        for key in keys:
-            markers[key, seq] = writer.append(rc(key, seq))
-    reader = fluss_store(fluss_table, buckets=2)
-    scans: list[tuple[int, int, int]] = []
-    probes: list[int] = []
-    scan, read_end = reader._scan, reader._read_end
-
-    def counting_scan(bucket, start, end, *args, **kwargs):
-        scans.append((bucket, start, end))
-        return scan(bucket, start, end, *args, **kwargs)
-
-    def counting_read_end(bucket):
-        probes.append(bucket)
-        return read_end(bucket)
-
-    reader._scan, reader._read_end = counting_scan, counting_read_end
-    # The first key's marker is late in its bucket; the others start from the beginning.
-    first = keys[0]
-    assert seqs(reader, first, after=markers[first, 1]) == [2]
-    for key in keys[1:]:
-        assert seqs(reader, key) == [0, 1, 2]
-    read = {b: sum(end - start for q, start, end in scans if q == b) for b in (0, 1)}
-    total = {b: sum(1 for k in keys if writer.partition_of(k) == b) * 3 for b in (0, 1)}
-    assert read == total, f"offsets read more than once: {scans}"
-    assert sorted(probes) == [0, 1], "one end probe per bucket for the whole wave"
-    # A key already handed out may have appended since: it is read again from Fluss,
-    # completely, up to the current end.
-    writer.append(rc(keys[1], 3))
-    assert seqs(reader, keys[1]) == [0, 1, 2, 3]
-    # Once the wave is over, new records after the cached range: only they are read.
-    monkeypatch.setattr(fluss_store_module, "_WAVE_S", 0.0)
-    writer.append(rc("late", 0))
-    scans.clear()
-    assert seqs(reader, "late") == [0]
-    assert sum(end - start for _, start, end in scans) <= 2
+    reader = functools.partial(fluss_store, fluss_table, buckets=2)
+    check_one_pass_per_partition(writer, reader, fluss_store_module, "_read_end", monkeypatch)
 
 
 def double(value: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
 import time
 
@@ -24,20 +25,12 @@ from actionjournal import (
 )
 from actionjournal.durable.codec import RecordCodec
 from actionjournal.durable.errors import StoreError
-from actionjournal.durable.records import RunCompleted
 from actionjournal.operator.engine import AgentEngine, KeyState, PendingInput
 from actionjournal.stores import kafka as kafka_module
 from actionjournal.stores.kafka import KafkaActionStateStore, KafkaStoreConfig
+from tests.store_checks import check_one_pass_per_partition, rc, seqs
 
 pytestmark = pytest.mark.kafka
-
-
-def rc(key: str, seq: int, namespace: str = "ns", digest: str = "d") -> RunCompleted:
-    return RunCompleted(namespace, "op", 0, key, seq, at=1.0, input_digest=digest)
-
-
-def seqs(store: KafkaActionStateStore, key: str, namespace: str = "ns", after=None) -> list[int]:
-    return [r.seq for r in store.read_key(namespace, "op", key, after)]
 
 
 class Noop(Agent):
@@ -282,46 +275,9 @@ def test_namespaces_sharing_a_topic_do_not_interfere(kafka_store, topic):
 
 
 def test_many_keys_recover_with_one_pass_per_partition(kafka_store, topic, monkeypatch):
-    monkeypatch.setattr(kafka_module, "_WAVE_S", 3600.0)  # all the reads below are one wave
     writer = kafka_store(topic, partitions=2)
-    keys = [f"key-{n}" for n in range(30)]
-    markers = {}
-    for seq in range(3):
-        for key in keys:
-            markers[key, seq] = writer.append(rc(key, seq))
-    reader = kafka_store(topic, partitions=2)
-    scans: list[tuple[int, int, int]] = []
-    queries: list[int] = []
-    scan, watermarks = reader._scan, reader._watermarks
-
-    def counting_scan(partition, start, end, *args):
-        scans.append((partition, start, end))
-        return scan(partition, start, end, *args)
-
-    def counting_watermarks(partition):
-        queries.append(partition)
-        return watermarks(partition)
-
-    reader._scan, reader._watermarks = counting_scan, counting_watermarks
-    # The first key's marker is late in its partition; the others start from the beginning.
-    first = keys[0]
-    assert seqs(reader, first, after=markers[first, 1]) == [2]
-    for key in keys[1:]:
-        assert seqs(reader, key) == [0, 1, 2]
-    read = {p: sum(end - start for q, start, end in scans if q == p) for p in (0, 1)}
-    total = {p: sum(1 for k in keys if writer.partition_of(k) == p) * 3 for p in (0, 1)}
-    assert read == total, f"offsets read more than once: {scans}"
-    assert sorted(queries) == [0, 1], "one offsets query per partition for the whole wave"
-    # A key already handed out may have appended since: it is read again from Kafka,
-    # completely, up to the current end.
-    writer.append(rc(keys[1], 3))
-    assert seqs(reader, keys[1]) == [0, 1, 2, 3]
-    # Once the wave is over, new records after the cached range: only they are read.
-    monkeypatch.setattr(kafka_module, "_WAVE_S", 0.0)
-    writer.append(rc("late", 0))
-    scans.clear()
-    assert seqs(reader, "late") == [0]
-    assert sum(end - start for _, start, end in scans) <= 2
+    reader = functools.partial(kafka_store, topic, partitions=2)
+    check_one_pass_per_partition(writer, reader, kafka_module, "_watermarks", monkeypatch)
 
 
 @pytest.mark.parametrize("budget", [0, 1], ids=["cache off", "always over budget"])
