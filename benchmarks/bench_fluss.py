@@ -213,7 +213,7 @@ def _cluster(ctx: Any) -> str:
     """``FLUSS_BOOTSTRAP``, or a private cluster started once per benchmark run."""
     bootstrap = getattr(ctx, "fluss_bootstrap", None) or os.environ.get("FLUSS_BOOTSTRAP")
     if not bootstrap:
-        from actionjournal.tools.dev_fluss import running_cluster
+        from actionjournal.dev.fluss import running_cluster
 
         bootstrap = ctx.enter_context(running_cluster())
     ctx.fluss_bootstrap = bootstrap
@@ -228,7 +228,7 @@ BENCHMARKS = {
 if __name__ == "__main__":
     import sys
 
-    from actionjournal.tools.dev_fluss import running_cluster
+    from actionjournal.dev.fluss import running_cluster
 
     if len(sys.argv) > 1:
         run(sys.argv[1])

@@ -29,7 +29,7 @@ class BenchContext(contextlib.ExitStack):
     @cached_property
     def kafka(self) -> str:
         """Bootstrap address of a private local Kafka broker."""
-        from actionjournal.tools.dev_kafka import running_broker
+        from actionjournal.dev.kafka import running_broker
 
         return self.enter_context(running_broker())
 

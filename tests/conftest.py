@@ -35,7 +35,7 @@ def kafka_bootstrap() -> Iterator[str]:
     if os.environ.get("KAFKA_BOOTSTRAP"):
         yield os.environ["KAFKA_BOOTSTRAP"]
         return
-    from actionjournal.tools.dev_kafka import running_broker
+    from actionjournal.dev.kafka import running_broker
 
     with running_broker() as bootstrap:
         yield bootstrap
@@ -47,7 +47,7 @@ def fluss_bootstrap() -> Iterator[str]:
     if os.environ.get("FLUSS_BOOTSTRAP"):
         yield os.environ["FLUSS_BOOTSTRAP"]
         return
-    from actionjournal.tools.dev_fluss import running_cluster
+    from actionjournal.dev.fluss import running_cluster
 
     with running_cluster() as bootstrap:
         yield bootstrap

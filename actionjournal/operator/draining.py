@@ -31,7 +31,7 @@ from pyflink.java_gateway import get_gateway
 from pyflink.util.java_utils import add_jars_to_context_class_loader
 from pyflink.version import __version__ as PYFLINK_VERSION
 
-from actionjournal.tools.maven import cache_dir
+from actionjournal.dev.maven import cache_dir
 
 SOURCE = Path(__file__).with_name("DrainingKeyedProcessOperator.java")
 PYFLINK_OPERATOR = (

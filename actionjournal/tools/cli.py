@@ -31,11 +31,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return cleanup.main(args[1:])
     if args[:2] == ["dev", "kafka"]:
-        from actionjournal.tools import dev_kafka
+        from actionjournal.dev import kafka as dev_kafka
 
         return dev_kafka.main(args[2:])
     if args[:2] == ["dev", "fluss"]:
-        from actionjournal.tools import dev_fluss
+        from actionjournal.dev import fluss as dev_fluss
 
         return dev_fluss.main(args[2:])
     print(USAGE, file=sys.stderr if args and args[0] not in ("-h", "--help") else sys.stdout)

@@ -18,8 +18,8 @@ confluent_kafka = pytest.importorskip("confluent_kafka")
 
 from confluent_kafka.admin import AdminClient  # noqa: E402
 
+from actionjournal.dev.kafka import KafkaBroker  # noqa: E402
 from actionjournal.stores.kafka import KafkaActionStateStore, KafkaStoreConfig  # noqa: E402
-from actionjournal.tools.dev_kafka import KafkaBroker  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -133,7 +133,7 @@ def fault_cluster() -> Iterator[Any]:
     its old records within seconds; the high watermark checkpointed only hourly, so a killed
     tablet server deterministically loses the records acknowledged since it started.
     """
-    from actionjournal.tools.dev_fluss import FlussCluster
+    from actionjournal.dev.fluss import FlussCluster
 
     options = {
         "log.segment.file-size": "64kb",

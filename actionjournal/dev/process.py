@@ -1,4 +1,5 @@
-"""Process plumbing shared by the dev services (:mod:`dev_kafka`, :mod:`dev_fluss`).
+"""Process plumbing shared by the dev services (:mod:`~actionjournal.dev.kafka`,
+:mod:`~actionjournal.dev.fluss`).
 
 Both run JVM servers from Maven jars next to tests: find ``java``, pick free loopback ports,
 launch a server in its own session with its output appended to a log file, wait for it,
@@ -24,7 +25,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from actionjournal.tools import maven
+from actionjournal.dev import maven
 
 __all__ = [
     "DevProcessError",

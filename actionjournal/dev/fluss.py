@@ -1,8 +1,9 @@
 """A real local Apache Fluss cluster (ZooKeeper, CoordinatorServer, TabletServer) for dev and tests.
 
-Like :mod:`dev_kafka`, it runs from Maven Central jars (see :mod:`actionjournal.tools.maven`):
-only a JDK 17+ and Maven are needed, no Docker and no distribution tarball. ZooKeeper is the
-copy shaded into the ``fluss-server`` jar, so one resolution serves all three processes.
+Like :mod:`~actionjournal.dev.kafka`, it runs from Maven Central jars (see
+:mod:`~actionjournal.dev.maven`): only a JDK 17+ and Maven are needed, no Docker and no
+distribution tarball. ZooKeeper is the copy shaded into the ``fluss-server`` jar, so one
+resolution serves all three processes.
 
 Two ways to use it:
 
@@ -32,8 +33,8 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
-from actionjournal.tools import maven
-from actionjournal.tools.devproc import (
+from actionjournal.dev import maven
+from actionjournal.dev.process import (
     DevProcessError,
     ServerProcess,
     alive,
@@ -274,7 +275,7 @@ class FlussCluster:
         # tickTime 500 ms allows ZooKeeper sessions down to 1 s: a killed tablet server's
         # registration must expire before its restarted incarnation can register again.
         (zk / "zoo.cfg").write_text(
-            "# written by actionjournal.tools.dev_fluss\n"
+            "# written by actionjournal.dev.fluss\n"
             f"tickTime=500\ndataDir={zk / 'data'}\nclientPort={self.zookeeper_port}\n"
             "clientPortAddress=127.0.0.1\nmaxClientCnxns=0\nadmin.enableServer=false\n"
         )
@@ -300,7 +301,7 @@ class FlussCluster:
             conf.mkdir(exist_ok=True)
             options = {**common, **own, **self.server_options}
             body = "".join(f"{k}: {v}\n" for k, v in options.items())
-            (conf / "server.yaml").write_text("# written by actionjournal.tools.dev_fluss\n" + body)
+            (conf / "server.yaml").write_text("# written by actionjournal.dev.fluss\n" + body)
 
     def _command(self, java_bin: str, classpath: str, server: str) -> list[str]:
         main, args = {

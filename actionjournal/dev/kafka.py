@@ -2,7 +2,7 @@
 
 Tests of durable execution need the real thing: acks=all, transactions, a broker that dies
 mid-run and comes back on the same port with the same log dirs. Mocks can't show that. The
-broker runs from Maven Central jars (see :mod:`actionjournal.tools.maven`), so only a JDK 17+
+broker runs from Maven Central jars (see :mod:`actionjournal.dev.maven`), so only a JDK 17+
 and Maven are needed.
 
 Two ways to use it:
@@ -33,8 +33,8 @@ import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
-from actionjournal.tools import maven
-from actionjournal.tools.devproc import (
+from actionjournal.dev import maven
+from actionjournal.dev.process import (
     DevProcessError,
     ServerProcess,
     alive,
@@ -290,7 +290,7 @@ class KafkaBroker:
         }
         props.update(self.properties)
         body = "".join(f"{k}={v}\n" for k, v in props.items())
-        self.config_path.write_text("# written by actionjournal.tools.dev_kafka\n" + body)
+        self.config_path.write_text("# written by actionjournal.dev.kafka\n" + body)
         (self.workdir / "log4j2.properties").write_text(_LOG4J2)
 
     def _format(self, java: str, classpath: str) -> None:
