@@ -37,6 +37,7 @@ from pyflink.datastream import (
     StreamExecutionEnvironment,
 )
 from pyflink.datastream.state import ValueStateDescriptor
+from pyflink.version import __version__ as PYFLINK_VERSION
 
 from actionjournal.durable.codec import RecordCodec
 from actionjournal.durable.errors import ConfigurationError
@@ -54,6 +55,7 @@ BUNDLE_SIZE = "python.fn-execution.bundle.size"
 log = logging.getLogger(__name__)
 MAX_POLL_MS = 1000
 StoreFactory = Callable[[RecordCodec], ActionStateStore]
+SUPPORTED_PYFLINK = "2.3"  # the draining operator builds on PyFlink 2.3's internals (pyproject)
 
 
 class AgentsExecutionEnvironment:
@@ -70,6 +72,11 @@ class AgentsExecutionEnvironment:
     def get_execution_environment(
         cls, env: StreamExecutionEnvironment | None = None, config: AgentsConfig | None = None
     ) -> AgentsExecutionEnvironment:
+        if PYFLINK_VERSION.split(".")[:2] != SUPPORTED_PYFLINK.split("."):
+            raise ConfigurationError(
+                f"PyFlink {PYFLINK_VERSION} is installed, but actionjournal supports PyFlink "
+                f"{SUPPORTED_PYFLINK}.x only: pip install 'apache-flink>={SUPPORTED_PYFLINK},<2.4'"
+            )
         config = config or AgentsConfig()
         if env is None:
             env = StreamExecutionEnvironment.get_execution_environment()
