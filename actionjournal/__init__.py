@@ -5,6 +5,7 @@ from actionjournal.durable.config import JournalConfig
 from actionjournal.durable.errors import (
     ActionFailedError,
     ActionJournalError,
+    ContextClosedError,
     DataLossError,
     DivergenceError,
     JournalWriteError,
@@ -25,6 +26,7 @@ __all__ = [
     "ActionJournalError",
     "Agent",
     "CallInfo",
+    "ContextClosedError",
     "DataLossError",
     "DivergenceError",
     "Event",

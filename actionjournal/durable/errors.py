@@ -91,6 +91,10 @@ class ActionFailedError(ActionJournalError):
     """An action raised; the run stops and the journal keeps what it had recorded."""
 
 
+class ContextClosedError(ActionJournalError):
+    """An action's context (durable calls, events, memory) was used after the action finished."""
+
+
 class RecordedCallError(ActionJournalError):
     """Replays a recorded failure whose exception type cannot be rebuilt here.
 

@@ -65,9 +65,11 @@ def action_id(seq: int, action: str, trigger_fingerprint: str, ordinal: int) -> 
     return _digest(b"action", str(seq), action, trigger_fingerprint, str(ordinal))
 
 
-def event_id(parent: str, index: int) -> str:
-    """Ids of events an action sends derive from the action execution, so they survive replay."""
-    return _digest(b"event-id", parent, str(index))
+def event_id(operator_uid: str, key_id: str, parent: str, index: int) -> str:
+    """Ids of events derive from the operator, the key and what produced them (the action
+    execution that sent them, or ``"input"``), so they survive replay and never collide
+    across keys or operators. Replayed events keep the id journaled with them."""
+    return _digest(b"event-id", operator_uid, key_id, parent, str(index))
 
 
 def call_id(

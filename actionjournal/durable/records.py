@@ -63,6 +63,7 @@ class CallStarted(Record, tag="cs"):
     arg_digest: str
     attempt: int
     at: float
+    action: str = ""  # the action's name ("" in records written before it was kept)
 
 
 class CallFinished(Record, tag="cf"):
@@ -79,6 +80,7 @@ class CallFinished(Record, tag="cf"):
     at: float
     duration: float
     reconciled: bool = False
+    action: str = ""  # the action's name ("" in records written before it was kept)
 
 
 class CallsDropped(Record, tag="cd"):

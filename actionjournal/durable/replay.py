@@ -37,6 +37,7 @@ class RecordedCall:
 class RecordedAction:
     calls: dict[int, RecordedCall] = field(default_factory=dict)
     completed: ActionCompleted | None = None
+    name: str = ""  # the action's name, when its records carry it (not format-1 call records)
 
 
 @dataclass
@@ -74,6 +75,7 @@ class KeyJournal:
                 run.completed = record
                 continue
             action = run.actions.setdefault(record.action_id, RecordedAction())
+            action.name = getattr(record, "action", "") or action.name
             if isinstance(record, ActionCompleted):
                 action.completed = record
             elif isinstance(record, CallsDropped):

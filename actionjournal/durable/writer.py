@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from actionjournal.durable.errors import JournalWriteError
+from actionjournal.durable.errors import ContextClosedError, JournalWriteError
 from actionjournal.durable.guards import RunBudget
 from actionjournal.durable.records import JournalRecord, Marker
 from actionjournal.durable.stats import JournalMetrics, appending
@@ -17,8 +18,12 @@ class Appender(Protocol):
     def append(self, record: JournalRecord) -> Marker: ...
 
 
-@dataclass(frozen=True)
+@dataclass
 class RunWriter:
+    """Writes a run's records. :meth:`for_action` gives one action execution its own
+    writer, which remembers whether any of its writes failed and refuses writes once
+    the action finished (``close``)."""
+
     store: Appender
     namespace: str
     operator_uid: str
@@ -27,8 +32,20 @@ class RunWriter:
     seq: int
     metrics: JournalMetrics | None = None  # appends are timed and counted here
     budget: RunBudget | None = None  # the run's journal length guard
+    action: str | None = None  # set on an action's writer: its records carry the name
+    failure: Exception | None = dataclasses.field(default=None, init=False)
+    """The first write of this writer that failed (the action must fail, whatever it caught)."""
+    closed: bool = dataclasses.field(default=False, init=False)
+
+    def for_action(self, action: str) -> RunWriter:
+        return dataclasses.replace(self, action=action)
+
+    def close(self) -> None:
+        self.closed = True
 
     def build(self, record_type: type[JournalRecord], **fields: Any) -> JournalRecord:
+        if self.action is not None and "action" in record_type.__struct_fields__:
+            fields.setdefault("action", self.action)
         return record_type(
             namespace=self.namespace,
             operator_uid=self.operator_uid,
@@ -39,6 +56,20 @@ class RunWriter:
         )
 
     def write(self, record: JournalRecord, context: str = "") -> Marker:
+        if self.closed:
+            raise ContextClosedError(
+                f"{context or type(record).__name__}: action {self.action} (key id "
+                f"{self.key_id}, seq {self.seq}) had already finished, so nothing of it may be "
+                "journaled any more. Await every durable call before the action returns"
+            )
+        try:
+            return self._append(record, context)
+        except Exception as exc:
+            if self.failure is None:
+                self.failure = exc
+            raise
+
+    def _append(self, record: JournalRecord, context: str) -> Marker:
         if self.budget is not None:
             self.budget.take(record)
         token = appending.set(self.metrics)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,7 +17,9 @@ _ACTION_ATTR = "__actionjournal_action__"
 def action(*listen: str | type[Event]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Mark a method ``(self, event, ctx)`` as an action triggered by the given event types.
 
-    The method may be ``async def``; async actions of one run progress concurrently.
+    The method may be ``async def``, and may be a ``@staticmethod`` ``(event, ctx)`` as
+    Flink Agents writes actions (either decorator order). Async actions of one run
+    progress concurrently; a ``def`` action runs alone (see docs/concepts.md).
     """
     if not listen:
         raise TypeError("@action needs at least one event type, e.g. @action(InputEvent)")
@@ -33,8 +36,22 @@ def action(*listen: str | type[Event]) -> Callable[[Callable[..., Any]], Callabl
 class ActionSpec:
     name: str
     listens: tuple[str, ...]
-    fn: Callable[..., Any]  # bound method
+    fn: Callable[..., Any]  # bound method, or the plain function of a staticmethod
     is_async: bool
+
+
+def is_coroutine_function(fn: Any) -> bool:
+    """``inspect.iscoroutinefunction`` that also sees through staticmethod, classmethod,
+    bound methods, ``functools.partial`` and objects with an ``async def __call__``."""
+    while True:
+        if isinstance(fn, functools.partial):
+            fn = fn.func
+        elif isinstance(fn, (staticmethod, classmethod)) or inspect.ismethod(fn):
+            fn = fn.__func__
+        else:
+            break
+    call = getattr(type(fn), "__call__", None)  # noqa: B004 - the method of a callable object
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(call)
 
 
 class Agent:
@@ -70,17 +87,34 @@ class Agent:
             return cached
         by_type: dict[str, list[ActionSpec]] = {}
         for name, member in _members_in_order(type(self)):
-            types = getattr(member, _ACTION_ATTR, None)
+            types = _action_types(member)
             if types is None:
                 continue
             bound = getattr(self, name)
-            spec = ActionSpec(name, types, bound, inspect.iscoroutinefunction(member))
+            if inspect.isgeneratorfunction(bound) or inspect.isasyncgenfunction(bound):
+                raise TypeError(
+                    f"action {type(self).__name__}.{name} is a generator: an action must run "
+                    "to its end and return; send events with ctx.send_event instead of yield"
+                )
+            spec = ActionSpec(name, types, bound, is_coroutine_function(bound))
             for t in types:
                 by_type.setdefault(t, []).append(spec)
         if not by_type:
             raise TypeError(f"{type(self).__name__} has no @action methods")
         self.__dict__["_actions_by_type"] = by_type
         return by_type
+
+    def action_names(self) -> set[str]:
+        """Names of every action of the agent (the journal records actions by name)."""
+        return {spec.name for specs in self.actions().values() for spec in specs}
+
+
+def _action_types(member: Any) -> tuple[str, ...] | None:
+    """The event types of an ``@action``, also when ``@staticmethod`` was applied last."""
+    types = getattr(member, _ACTION_ATTR, None)
+    if types is None and isinstance(member, (staticmethod, classmethod)):
+        types = getattr(member.__func__, _ACTION_ATTR, None)
+    return types
 
 
 def _members_in_order(cls: type) -> list[tuple[str, Any]]:

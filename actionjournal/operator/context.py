@@ -7,6 +7,7 @@ from typing import Any
 
 from actionjournal.durable.calls import ActionCalls, CallOptions, Reconciler
 from actionjournal.durable.config import UnknownOutcomePolicy
+from actionjournal.durable.errors import ContextClosedError
 from actionjournal.operator.agent import Agent
 from actionjournal.operator.events import Event
 from actionjournal.operator.memory import Memory
@@ -31,9 +32,32 @@ class RunnerContext:
         self.sensory_memory = sensory_memory
         self._calls = calls
         self._sent = sent
+        self._closed = False
+
+    def close(self) -> None:
+        """The action finished: every later use of this context raises ContextClosedError."""
+        self._closed = True
+        self.short_term_memory.close()
+        self.sensory_memory.close()
+
+    def _check_open(self, what: str) -> None:
+        if self._closed:
+            raise ContextClosedError(
+                f"{what} through the context of action {self._calls.action_name} (key "
+                f"{self.key!r}, seq {self.seq}) after the action finished: a context is valid "
+                "only while its action runs. Make the call inside the action and await it "
+                "before the action returns"
+            )
+
+    async def _while_open(self, call: Coroutine[Any, Any, Any], what: str) -> Any:
+        if self._closed:
+            call.close()
+            self._check_open(what)
+        return await call
 
     def send_event(self, event: Event) -> None:
         """Send an event; it is delivered when the action returns (replayed with its id)."""
+        self._check_open("send_event")
         if not isinstance(event, Event):
             raise TypeError(f"send_event takes an Event, got {type(event).__name__}")
         self._sent.append(event)
@@ -54,6 +78,7 @@ class RunnerContext:
         ``reconciler`` is a callable or the name of one registered in the agent; without
         it, the function's own (``@reconciled_by``) is used.
         """
+        self._check_open("durable_execute")
         opts = self._options(
             fn, durable_id, reconciler, on_unknown, record_failures, reconcile_timeout
         )
@@ -71,10 +96,12 @@ class RunnerContext:
         **kwargs: Any,
     ) -> Coroutine[Any, Any, Any]:
         """Awaitable form; its position is fixed when called, so ``asyncio.gather`` replays."""
+        self._check_open("durable_execute_async")
         opts = self._options(
             fn, durable_id, reconciler, on_unknown, record_failures, reconcile_timeout
         )
-        return self._calls.execute_async(fn, args, kwargs, opts)
+        call = self._calls.execute_async(fn, args, kwargs, opts)
+        return self._while_open(call, "durable_execute_async")
 
     def chat(
         self,

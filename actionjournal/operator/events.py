@@ -9,11 +9,18 @@ from typing import Any, ClassVar
 class Event:
     """An event of ``type`` with ``attributes`` (plain data or pydantic models).
 
-    ``id`` is assigned when the event is sent and derives from the action
-    execution that sent it, so a replayed event keeps its original id.
+    ``id`` is assigned when the event is sent and derives from the operator uid, the
+    key and the action execution that sent it, so a replayed event keeps its original
+    id and ids of different keys never collide.
+
+    A subclass names its type with ``TYPE`` or, as Flink Agents spells it,
+    ``EVENT_TYPE``; it keeps its data in ``attributes`` (expose fields as properties).
+    Actions receive events rebuilt from their journaled form, as the class registered
+    for their type, both on the first run and after a recovery.
     """
 
     TYPE: ClassVar[str | None] = None
+    EVENT_TYPE: ClassVar[str | None] = None
     _by_type: ClassVar[dict[str, type[Event]]] = {}
 
     __slots__ = ("attributes", "id", "type")
@@ -27,11 +34,14 @@ class Event:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        if cls.TYPE is not None:
-            Event._by_type[cls.TYPE] = cls
+        declared = cls.__dict__.get("TYPE") or cls.__dict__.get("EVENT_TYPE")
+        if declared is not None:  # only a type the class declares itself, not an inherited one
+            cls.TYPE = cls.EVENT_TYPE = declared
+            Event._by_type[declared] = cls
 
     @staticmethod
-    def rebuild(event_type: str, attributes: dict[str, Any], event_id: str) -> Event:
+    def rebuild(event_type: str, attributes: dict[str, Any], event_id: str | None) -> Event:
+        """The event as actions receive it: the class registered for ``event_type``."""
         cls = Event._by_type.get(event_type, Event)
         event = cls.__new__(cls)
         Event.__init__(event, event_type, attributes, id=event_id)
@@ -83,5 +93,6 @@ def event_type_of(listen: str | type[Event]) -> str:
     if isinstance(listen, type) and issubclass(listen, Event) and listen.TYPE:
         return listen.TYPE
     raise TypeError(
-        f"@action listens on event types (str) or Event subclasses with TYPE: {listen!r}"
+        "@action listens on event types (str) or Event subclasses that declare TYPE (or "
+        f"EVENT_TYPE): {listen!r}"
     )

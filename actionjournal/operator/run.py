@@ -3,19 +3,27 @@
 Completed actions are not executed again: their memory updates are re-applied
 and their events re-sent with their original ids. Actions that had not
 completed run again, and their durable calls replay from the journal.
+
+Async actions of a run progress together; a sync action runs alone (no other
+action of its run runs meanwhile), so read-modify-write of memory in ``def``
+actions never loses an update.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import inspect
+import logging
 import time
 from collections import Counter, deque
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
 from actionjournal.durable.calls import ActionCalls
 from actionjournal.durable.config import JournalConfig
-from actionjournal.durable.errors import ActionFailedError
+from actionjournal.durable.errors import ActionFailedError, DivergenceError
 from actionjournal.durable.guards import RunBudget, scope
 from actionjournal.durable.identity import action_id, event_fingerprint, event_id, input_digest
 from actionjournal.durable.records import (
@@ -33,6 +41,8 @@ from actionjournal.operator.agent import ActionSpec, Agent
 from actionjournal.operator.context import RunnerContext
 from actionjournal.operator.events import Event, InputEvent
 from actionjournal.operator.memory import Memory, apply_op
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -94,14 +104,43 @@ class Run:
         self.outputs: list[Event] = []
         self._queue: deque[tuple[Event, bytes]] = deque()
         self._ordinals: Counter[tuple[str, str]] = Counter()
+        self._turns = _Turns()
 
     async def execute(self) -> RunResult:
         with scope(f"key {_short(self.key)} (key id {self.writer.key_id}), seq {self.seq}"):
+            self._check_recorded_actions()
             return await self._execute_run()
+
+    def _check_recorded_actions(self) -> None:
+        """Journaled actions the agent no longer has (renamed or removed) are divergence:
+        their calls would silently run again under another action's identity."""
+        names = self.env.agent.action_names()
+        gone = {a.name: a for a in self.recorded.actions.values() if a.name and a.name not in names}
+        if not gone:
+            return
+        self.env.counts.call("diverged", sum(len(a.calls) for a in gone.values()))
+        missing = ", ".join(sorted(gone))
+        where = f"key {_short(self.key)} (key id {self.writer.key_id}), seq {self.seq}"
+        if self.env.config.on_divergence == "fail":
+            raise DivergenceError(
+                f"the journal of {where} holds action(s) {missing} that agent "
+                f"{type(self.env.agent).__name__} (operator uid {self.env.agent.operator_uid}) "
+                "no longer has: renamed or removed since the journal was written, so its "
+                "journaled calls would run again under another name. Restore the action's name, "
+                "or set journal.on_divergence='rerun' to run this run's actions without the "
+                "journaled ones (calls they had made run again)"
+            )
+        log.warning(
+            "%s: the journal holds action(s) %s that the agent no longer has; "
+            "journal.on_divergence='rerun': the run goes on without them",
+            where,
+            missing,
+        )
 
     async def _execute_run(self) -> RunResult:
         values = self.env.values
-        input_event = InputEvent(None, id=event_id(f"input:{self.writer.key_id}", self.seq))
+        uid, kid = self.env.agent.operator_uid, self.writer.key_id
+        input_event = InputEvent(None, id=event_id(uid, kid, "input", self.seq))
         input_event.attributes = {"input": values.decode(self.input_data)}
         self._queue.append((input_event, values.encode(input_event.attributes)))
         tasks: set[asyncio.Task[list[tuple[Event, bytes]]]] = set()
@@ -151,7 +190,15 @@ class Run:
         self.env.counts.action("replayed")
         for op in completed.memory_ops:
             target = self.short_term if op.scope == "short_term" else self.sensory
-            apply_op(target, op, self.env.values)
+            try:
+                apply_op(target, op, self.env.values)
+            except ValueError as exc:
+                raise ActionFailedError(
+                    f"replaying the memory updates of action {completed.action} (key id "
+                    f"{self.writer.key_id}, seq {self.seq}) failed at {op.op} {op.path!r}: "
+                    f"{exc}. Memory differs from when the action ran: the journal was written "
+                    "by code that allowed this update"
+                ) from exc
         for data in completed.outputs:
             attributes = self.env.values.decode(data.attributes)
             self._queue.append((Event.rebuild(data.type, attributes, data.id), data.attributes))
@@ -168,38 +215,31 @@ class Run:
         env = self.env
         ops: list[MemoryOp] = []
         sent: list[Event] = []
-        calls = ActionCalls(
-            self.writer, aid, spec.name, recorded, env.config, env.values, env.counts
-        )
+        writer = self.writer.for_action(spec.name)  # remembers failed writes, closes at the end
+        calls = ActionCalls(writer, aid, spec.name, recorded, env.config, env.values, env.counts)
+        owner = f"action {spec.name} (key {_short(self.key)}, seq {self.seq})"
         ctx = RunnerContext(
             env.agent,
             self.key,
             self.seq,
             calls,
-            Memory("short_term", self.short_term, env.values, ops),
-            Memory("sensory", self.sensory, env.values, ops),
+            Memory("short_term", self.short_term, env.values, ops, owner),
+            Memory("sensory", self.sensory, env.values, ops, owner),
             sent,
         )
         try:
-            if spec.is_async:
-                await spec.fn(event, ctx)
-            else:
-                await asyncio.to_thread(spec.fn, event, ctx)
+            async with self._turns.take(alone=not spec.is_async):
+                await _run_body(spec, event, ctx)
+            if writer.failure is not None:
+                raise writer.failure
+            out = self._sent_events(spec.name, aid, sent)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            raise ActionFailedError(
-                f"action {spec.name} failed for key {self.key!r} seq {self.seq}: {exc!r}. The "
-                "journal keeps its finished durable calls; they replay when the run is retried"
-            ) from exc
-        out: list[tuple[Event, bytes]] = []
-        for index, sent_event in enumerate(sent):
-            sent_event.id = event_id(aid, index)
-            data, sent_event.attributes = env.values.roundtrip(
-                sent_event.attributes,
-                f"attributes of event {sent_event.type!r} sent by {spec.name}",
-            )
-            out.append((sent_event, data))
+            raise self._failed(spec.name, exc, writer.failure) from exc
+        finally:
+            ctx.close()
+            writer.close()
         record = self.writer.build(
             ActionCompleted,
             action_id=aid,
@@ -213,6 +253,96 @@ class Run:
         )
         env.counts.action("executed")
         return out
+
+    def _sent_events(self, action: str, aid: str, sent: list[Event]) -> list[tuple[Event, bytes]]:
+        """The events an action sent, as the journal keeps them and as replay rebuilds them,
+        so the next actions get the same event (class, id, attributes) on every run."""
+        uid, kid = self.env.agent.operator_uid, self.writer.key_id
+        out = []
+        for index, sent_event in enumerate(sent):
+            extra = getattr(sent_event, "__dict__", None)
+            if extra:
+                raise TypeError(
+                    f"event {sent_event.type!r} ({type(sent_event).__name__}) keeps "
+                    f"{sorted(extra)} outside its attributes; only attributes are journaled, so "
+                    "a replayed event would lack them. Keep the data in attributes and expose "
+                    "it with properties"
+                )
+            data, attributes = self.env.values.roundtrip(
+                sent_event.attributes, f"attributes of event {sent_event.type!r} sent by {action}"
+            )
+            eid = event_id(uid, kid, aid, index)
+            out.append((Event.rebuild(sent_event.type, attributes, eid), data))
+        return out
+
+    def _failed(
+        self, action: str, exc: Exception, write_failure: Exception | None
+    ) -> ActionFailedError:
+        where = f"action {action} failed for key {self.key!r} seq {self.seq}"
+        if write_failure is not None:
+            return ActionFailedError(
+                f"{where}: a journal write of the action failed ({write_failure}); the action "
+                "fails even if its code caught that error, so nothing of it is journaled as "
+                "completed. The journal keeps its finished durable calls; they replay when the "
+                "run is retried"
+            )
+        return ActionFailedError(
+            f"{where}: {exc!r}. The journal keeps its finished durable calls; they replay when "
+            "the run is retried"
+        )
+
+
+async def _run_body(spec: ActionSpec, event: Event, ctx: RunnerContext) -> None:
+    """Run the action to its end: whatever it returns that is awaitable is awaited."""
+    if spec.is_async:
+        result = spec.fn(event, ctx)
+    else:
+        result = await asyncio.to_thread(spec.fn, event, ctx)
+    while inspect.isawaitable(result):
+        result = await result
+    if inspect.isgenerator(result) or inspect.isasyncgen(result):
+        raise TypeError(
+            f"action {spec.name} returned a generator, whose body never ran: an action must run "
+            "to its end; send events with ctx.send_event instead of yield"
+        )
+
+
+class _Turns:
+    """Which actions of a run may run now: any number of async ones, or one sync one.
+
+    A sync action waits until the running async ones finished, and async ones that
+    arrive while a sync one runs or waits start after it (Flink Agents runs one action
+    of a key at a time; async actions interleave only at ``await``, on one thread).
+    """
+
+    def __init__(self) -> None:
+        self._changed = asyncio.Condition()
+        self._together = 0  # async actions running
+        self._alone = False  # a sync action running
+        self._waiting_alone = 0
+
+    @contextlib.asynccontextmanager
+    async def take(self, alone: bool) -> AsyncIterator[None]:
+        async with self._changed:
+            if alone:
+                self._waiting_alone += 1
+                try:
+                    await self._changed.wait_for(lambda: not self._alone and not self._together)
+                finally:
+                    self._waiting_alone -= 1
+                self._alone = True
+            else:
+                await self._changed.wait_for(lambda: not self._alone and not self._waiting_alone)
+                self._together += 1
+        try:
+            yield
+        finally:
+            async with self._changed:
+                if alone:
+                    self._alone = False
+                else:
+                    self._together -= 1
+                self._changed.notify_all()
 
 
 def _short(key: Any, limit: int = 60) -> str:

@@ -615,6 +615,7 @@ class RestoreScenario:
         *,
         inputs: Iterable[tuple[Any, Any]] = (),
         config: JournalConfig | None = None,
+        agent: AgentFactory | None = None,
         crash_at: str | None = None,
         checkpoint_every: int = 0,
         pace: float = 0.0,
@@ -624,7 +625,9 @@ class RestoreScenario:
 
         The mode's journal and settings become the current deployment's, even
         when the restore fails (a later ``RestoreMode.SAME`` means "as last
-        deployed"). ``config`` replaces the settings the mode starts from.
+        deployed"). ``config`` replaces the settings the mode starts from;
+        ``agent`` deploys other code (a new agent factory, e.g. with an action
+        renamed), which stays the scenario's agent from then on.
         Restore errors (``MarkerMismatchError``, ``StoreRecreatedError``, ...)
         propagate; no job runs after one. With ``crash_at`` the restored job
         runs in a child process that is killed at that point.
@@ -634,6 +637,8 @@ class RestoreScenario:
         mode = RestoreMode(mode)
         self._drop_live()
         self.source.extend(inputs)
+        if agent is not None:
+            self.agent_factory = agent
         base = config or self.config
         if mode is RestoreMode.SAME:
             self.config = base
@@ -860,7 +865,9 @@ def _instrument(agent: Agent, url: str) -> Agent:
     by_type = {}
     for event_type, specs in agent.actions().items():
         by_type[event_type] = [
-            wrapped.setdefault(s.name, dataclasses.replace(s, fn=_counting(s.fn, s.name, url)))
+            wrapped.setdefault(
+                s.name, dataclasses.replace(s, fn=_counting(s.fn, s.name, url, s.is_async))
+            )
             for s in specs
         ]
     agent.actions = lambda: by_type  # type: ignore[method-assign] - this instance only
@@ -871,8 +878,8 @@ def _report(url: str, name: str) -> None:
     _http().post(f"{url}/actions/{name}").raise_for_status()
 
 
-def _counting(fn: Callable[..., Any], name: str, url: str) -> Callable[..., Any]:
-    if inspect.iscoroutinefunction(fn):
+def _counting(fn: Callable[..., Any], name: str, url: str, is_async: bool) -> Callable[..., Any]:
+    if is_async:
 
         async def counted_async(event: Event, ctx: Any) -> Any:
             await asyncio.to_thread(_report, url, name)
