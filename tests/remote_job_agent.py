@@ -4,6 +4,7 @@ python tests/remote_job_agent.py STATE_DIR SERVICE_URL N_INPUTS
     [--crash before:CallStarted:1 | ...]   SIGKILL at a journal append (CrashingStore)
     [--kill-after-post]                    SIGKILL right after the first POST was answered
     [--kill-on-progress]                   SIGKILL at the first progress event of a stream
+    [--job '{"message_field": "input"}']   RemoteAgentJob options, as JSON, for the service's shape
 
 Each input asks the remote agent one question through ``RemoteAgentJob``; inputs go to
 different keys, so several remote runs are in flight when the process dies.
@@ -31,8 +32,8 @@ AGENT = "researcher"
 class KillingJob(RemoteAgentJob):
     """Dies for real in the windows no journal append marks."""
 
-    def __init__(self, url: str, after_post: bool, on_progress: bool) -> None:
-        super().__init__(url, AGENT, poll_interval=0.1, on_event=self._event)
+    def __init__(self, url: str, after_post: bool, on_progress: bool, **options: Any) -> None:
+        super().__init__(url, AGENT, poll_interval=0.1, on_event=self._event, **options)
         self.after_post = after_post
         self.on_progress = on_progress
 
@@ -73,9 +74,11 @@ async def main(argv: list[str]) -> None:
     p.add_argument("--crash")
     p.add_argument("--kill-after-post", action="store_true")
     p.add_argument("--kill-on-progress", action="store_true")
+    p.add_argument("--job", type=json.loads, default={})
     args = p.parse_args(argv)
     store = SqliteStore(args.state_dir / "journal.db")
-    agent = Researcher(KillingJob(args.url, args.kill_after_post, args.kill_on_progress))
+    job = KillingJob(args.url, args.kill_after_post, args.kill_on_progress, **args.job)
+    agent = Researcher(job)
     crash_store = CrashingStore(store, args.crash)
     snapshot = args.state_dir / "snapshot"
     with open(args.state_dir / "outputs.jsonl", "a") as sink:

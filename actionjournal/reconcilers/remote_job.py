@@ -17,12 +17,17 @@ status on recovery        answer
 ``failed``                ``Failed(RemoteJobFailed(...))``
 ``not_started``           ``NotStarted()``: the engine submits it now
 ========================  =====================================================
+
+Services differ in the details, so these are options: the body field holding the
+message, the names of the stream's two end events, and whether a 404 from the status
+query means ``not_started`` (a common REST shape for a thread without a run).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -35,6 +40,8 @@ if TYPE_CHECKING:
     import httpx
 
     from actionjournal.operator.context import RunnerContext
+
+log = logging.getLogger(__name__)
 
 EventHook = Callable[[str, str, Any], None]
 """``on_event(thread, event, data)``: every SSE event of a run, e.g. to forward progress."""
@@ -79,6 +86,12 @@ class RemoteAgentJob:
     (GETs are idempotent; a POST is repeated only after the status says nothing
     was started). ``poll_interval``: seconds between attempts. ``on_event`` sees
     every event of the stream, also when re-attached during recovery.
+
+    The service's shape: the POST body is ``{message_field: message}``, or the
+    message itself when ``message_field`` is ``None``; the stream ends with the
+    events ``completed_event`` and ``failed_event``; a 404 from the status query
+    means the thread has no run when ``not_found_is_not_started`` (the POST that
+    follows then finds out whether the agent exists at all).
     """
 
     def __init__(
@@ -92,7 +105,16 @@ class RemoteAgentJob:
         thread_prefix: str = "aj-",
         on_event: EventHook | None = None,
         headers: dict[str, str] | None = None,
+        message_field: str | None = "message",
+        completed_event: str = "completed",
+        failed_event: str = "failed",
+        not_found_is_not_started: bool = True,
     ) -> None:
+        if not completed_event or not failed_event or completed_event == failed_event:
+            raise ValueError(
+                f"RemoteAgentJob needs two different end event names, got completed_event="
+                f"{completed_event!r} and failed_event={failed_event!r}"
+            )
         self.base_url = base_url.rstrip("/")
         self.agent = agent
         self.timeout = timeout
@@ -101,6 +123,10 @@ class RemoteAgentJob:
         self.thread_prefix = thread_prefix
         self.on_event = on_event
         self.headers = headers or {}
+        self.message_field = message_field
+        self.completed_event = completed_event
+        self.failed_event = failed_event
+        self.not_found_is_not_started = not_found_is_not_started
 
     def thread_for(self, call_id: str) -> str:
         """The thread of a call: its stable call id, so a restarted process finds the same run."""
@@ -157,7 +183,10 @@ class RemoteAgentJob:
                 return Failed(exc)
 
     async def status(self, thread: str) -> dict[str, Any]:
-        """The service's status of ``thread`` (``{"status": ..., "result": ...}``)."""
+        """The service's status of ``thread`` (``{"status": ..., "result": ...}``).
+
+        A 404 taken as not started answers ``{"status": "not_started", "http_status": 404}``.
+        """
         async with self._client() as client:
             return await self._probe(client, self.agent, thread)
 
@@ -174,8 +203,26 @@ class RemoteAgentJob:
         async with self._client() as client:
             # Probe even now: a POST sent just before a crash can land after the reconciler
             # said not_started. A thread that has a run is followed, never posted again.
-            status = (await self._probe(client, agent, thread))["status"]
+            state = await self._probe(client, agent, thread)
+            status = state["status"]
             if status == "not_started":
+                if call.attempt > 0:
+                    log.warning(
+                        "remote agent %r has no run on thread %s for durable call %s (action %s, "
+                        "key id %s, seq %s, attempt %s): its status query %s, yet the call was "
+                        "started before. Either the process stopped before its POST arrived, or "
+                        "the service lost the run (e.g. it restarted without keeping its "
+                        "threads). Posting the message again now; if the service had run it, the "
+                        "agent answers twice",
+                        agent,
+                        thread,
+                        call.call_id,
+                        call.action,
+                        call.key_id,
+                        call.seq,
+                        call.attempt,
+                        _answer(state),
+                    )
                 await self._submit(client, agent, thread, message)
             elif call.attempt == 0:
                 # First attempt ever in this journal, yet the thread has a run: not ours.
@@ -201,7 +248,7 @@ class RemoteAgentJob:
             if attempt:
                 await asyncio.sleep(self.poll_interval)
             try:
-                reply = await client.post(url, json={"message": message})
+                reply = await client.post(url, json=self._body(message))
             except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
                 last = f"{type(exc).__name__}: {exc}"  # never reached the service
                 continue
@@ -211,7 +258,7 @@ class RemoteAgentJob:
                 if reply.is_success:
                     return
                 if reply.status_code < 500:
-                    raise self._http_error("POST", url, reply, agent, thread)
+                    raise self._refused("POST", url, reply, agent, thread)
                 last = f"HTTP {reply.status_code}"
             # The POST may have arrived. Posting again after its run ended would start a
             # second turn, so only a thread the service does not know is posted again.
@@ -229,10 +276,10 @@ class RemoteAgentJob:
 
         drops = 0
         while True:
-            silent = False  # a long run that sends nothing for `timeout` s is not an error
+            silent, last = False, None  # a long run that sends nothing for `timeout` s is fine
             try:
-                end = await self._follow(client, agent, thread)
-                detail = "the stream ended without a final event"
+                end, last = await self._follow(client, agent, thread)
+                detail = "the stream ended without an end event"
             except httpx.ReadTimeout:
                 end, detail, silent = None, f"no event for {self.timeout} s", True
             except httpx.TransportError as exc:
@@ -240,12 +287,26 @@ class RemoteAgentJob:
             if end is not None:
                 return self._settled(agent, thread, end)
             state = await self._probe(client, agent, thread)  # did it end meanwhile?
+            if state["status"] == "not_started":
+                raise RemoteAgentError(
+                    f"remote agent {agent!r} has no run on thread {thread} although it was "
+                    f"submitted ({detail}; its status query {_answer(state)}): the service lost "
+                    f"it. Check the service at {self.base_url}; the action fails and is "
+                    "reconciled on restart"
+                )
             if state["status"] != "running":
-                if state["status"] == "not_started":
-                    raise RemoteAgentError(
-                        f"remote agent {agent!r} has no run on thread {thread} although it was "
-                        f"submitted ({detail}); the service lost it. Check the service at "
-                        f"{self.base_url}; the action fails and is reconciled on restart"
+                if last is not None:
+                    log.warning(
+                        "the stream of remote agent %r on thread %s ended after event %r, "
+                        "without %r or %r; the status query says %s, which is taken as the "
+                        "outcome. If the service names its end events otherwise, set "
+                        "RemoteAgentJob(completed_event=..., failed_event=...)",
+                        agent,
+                        thread,
+                        last,
+                        self.completed_event,
+                        self.failed_event,
+                        state["status"],
                     )
                 return self._settled(agent, thread, state)
             drops += 0 if silent else 1
@@ -259,15 +320,16 @@ class RemoteAgentJob:
 
     async def _follow(
         self, client: httpx.AsyncClient, agent: str, thread: str
-    ) -> dict[str, Any] | None:
-        """Read the stream until ``completed`` or ``failed``: a status-like dict, or None."""
+    ) -> tuple[dict[str, Any] | None, str | None]:
+        """Read the stream until an end event: a status-like dict (or None) and the last event."""
         url = self._url(agent, thread, "/stream")
+        last = None
         async with client.stream("GET", url, headers={"Accept": "text/event-stream"}) as reply:
             if reply.status_code == 404 or reply.status_code >= 500:
-                return None  # the status probe that follows says what is going on
+                return None, None  # the status query that follows says what is going on
             if not reply.is_success:
                 await reply.aread()
-                raise self._http_error("GET", url, reply, agent, thread)
+                raise self._refused("GET", url, reply, agent, thread)
             event, data = "message", []
             async for line in reply.aiter_lines():
                 if line.startswith(":"):
@@ -282,15 +344,16 @@ class RemoteAgentJob:
                     continue
                 if data:
                     payload = _json_or_text("\n".join(data))
+                    last = event
                     if self.on_event is not None:
                         self.on_event(thread, event, payload)
                     body = payload if isinstance(payload, dict) else {}
-                    if event == "completed":
-                        return {"status": "completed", "result": body.get("result", payload)}
-                    if event == "failed":
-                        return {"status": "failed", "error": body.get("error", payload)}
+                    if event == self.completed_event:
+                        return {"status": "completed", "result": body.get("result", payload)}, last
+                    if event == self.failed_event:
+                        return {"status": "failed", "error": body.get("error", payload)}, last
                 event, data = "message", []
-        return None
+        return None, last
 
     async def _probe(self, client: httpx.AsyncClient, agent: str, thread: str) -> dict[str, Any]:
         """``GET`` the thread's status, retried (it changes nothing)."""
@@ -309,8 +372,10 @@ class RemoteAgentJob:
             if reply.status_code >= 500:
                 last = f"HTTP {reply.status_code}"
                 continue
+            if reply.status_code == 404 and self.not_found_is_not_started:
+                return {"status": "not_started", "http_status": 404}
             if not reply.is_success:
-                raise self._http_error("GET", url, reply, agent, thread)
+                raise self._refused("GET", url, reply, agent, thread)
             body = _json_or_text(reply.text)
             if not isinstance(body, dict) or body.get("status") not in _STATUSES:
                 raise RemoteAgentError(
@@ -326,6 +391,9 @@ class RemoteAgentJob:
 
     # -- helpers ------------------------------------------------------------------------
 
+    def _body(self, message: Any) -> Any:
+        return message if self.message_field is None else {self.message_field: message}
+
     def _settled(self, agent: str, thread: str, state: dict[str, Any]) -> Any:
         if state["status"] == "failed":
             raise RemoteJobFailed(agent, thread, state.get("error"))
@@ -340,14 +408,51 @@ class RemoteAgentJob:
         path = f"/api/agents/{quote(agent, safe='')}/threads/{quote(thread, safe='')}"
         return f"{self.base_url}{path}{tail}"
 
-    def _http_error(
+    def _refused(
         self, method: str, url: str, reply: httpx.Response, agent: str, thread: str
     ) -> RemoteAgentError:
-        return RemoteAgentError(
-            f"{method} {url} (remote agent {agent!r}, thread {thread}) answered HTTP "
-            f"{reply.status_code}: {reply.text[:200]}. Check the agent name and the base URL "
-            f"{self.base_url}"
+        """A 4xx, said as what it means for this request, and what happens now."""
+        code, posting = reply.status_code, method == "POST"
+        if code == 404 and posting:
+            why = f"There is no agent {agent!r} at this URL. Check the agent name and the base URL"
+        elif code == 404:
+            why = (
+                f"The service has no run on thread {thread} (or no agent {agent!r}). If it "
+                "answers 404 for threads without a run, set RemoteAgentJob("
+                "not_found_is_not_started=True); otherwise check the agent name and the base URL"
+            )
+        elif code in (400, 415, 422) and posting:
+            shape = (
+                "the message itself"
+                if self.message_field is None
+                else (f'{{"{self.message_field}": ...}}')
+            )
+            why = (
+                f"The service refused the body, posted as {shape}. If it expects the message "
+                "in another field, set RemoteAgentJob(message_field=...), or None to post the "
+                "message itself"
+            )
+        elif code in (401, 403):
+            why = "The service refused the credentials: pass them with RemoteAgentJob(headers=...)"
+        else:
+            why = f"Check that {self.base_url} is a remote agent service with agent {agent!r}"
+        then = (
+            "Nothing was started; the action fails"
+            if posting
+            else "The run was not touched; the action fails and the service is asked again "
+            "on restart"
         )
+        return RemoteAgentError(
+            f"{method} {url} (remote agent {agent!r}, thread {thread}) answered HTTP {code}: "
+            f"{reply.text[:200]}. {why}. {then}"
+        )
+
+
+def _answer(state: dict[str, Any]) -> str:
+    """What the status query said, for messages: a 404 taken as not started is named."""
+    if "http_status" in state:
+        return f"answered HTTP {state['http_status']} (taken as not_started)"
+    return f"said {state['status']}"
 
 
 def _json_or_text(text: str) -> Any:

@@ -44,10 +44,11 @@ class LocalService:
     ``with Service() as s: s.url`` starts it and stops it at the end.
     """
 
-    def _serve(self, handler: type[BaseHTTPRequestHandler]) -> None:
+    def _serve(self, handler: type[BaseHTTPRequestHandler], port: int = 0) -> None:
+        """Serve on ``port``, a free one when 0 (a given port lets a test restart a service)."""
         self._flight_lock = threading.Lock()
         self._in_flight = 0
-        self._server = _QuietServer(("127.0.0.1", 0), handler)
+        self._server = _QuietServer(("127.0.0.1", port), handler)
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
         )

@@ -14,6 +14,11 @@ the called system instead of trusting our own bookkeeping:
     GET  /api/agents/<agent>/threads/<thread>
         -> {"thread_id", "status": running|completed|failed|not_started, "result", "error"}
 
+Services differ in details, and this one can speak the common variants, so clients
+are tested against each over real HTTP: the body field that holds the message (or
+the message as the whole body), the names of the two end events (e.g. ``done`` and
+``error``), and 404 instead of ``not_started`` for a thread without a run.
+
 Re-posting after a run ended starts a *new* turn, as the real services do: that
 is the behaviour a careless retry triggers, and ``turns[thread] > 1`` shows it.
 Results are deterministic (``"<agent> answered <message>"``, with ``(turn n)``
@@ -55,6 +60,13 @@ class RemoteAgentService(LocalService):
 
     ``run_seconds``: how long a run takes; it sends ``progress_events`` progress events
     spread over that time. ``agents``: if given, other agent names answer 404.
+    The protocol's variants: ``message_field`` is the body field holding the message
+    (``None``: the whole JSON body is the message); ``completed_event`` and
+    ``failed_event`` name the stream's end events; ``unknown_thread_404`` answers a
+    status query for a thread without a run with HTTP 404 instead of ``not_started``.
+    ``port``: 0 for a free one; the port of a stopped service starts it "restarted",
+    with no memory of its runs. :meth:`hold` keeps every run ``running`` at its end
+    until :meth:`release`, so a test decides when runs end, not the machine's load.
     Fault injection, to test clients' retries: the next ``drop_post_replies`` POSTs start
     their run but close the connection without a reply; the next ``cut_streams`` streams
     are cut after their first progress event.
@@ -66,11 +78,21 @@ class RemoteAgentService(LocalService):
         progress_events: int = 3,
         agents: set[str] | None = None,
         keepalive: float = 0.5,
+        *,
+        message_field: str | None = "message",
+        completed_event: str = "completed",
+        failed_event: str = "failed",
+        unknown_thread_404: bool = False,
+        port: int = 0,
     ) -> None:
         self.run_seconds = run_seconds
         self.progress_events = progress_events
         self.agents = agents
         self.keepalive = keepalive
+        self.message_field = message_field
+        self.completed_event = completed_event
+        self.failed_event = failed_event
+        self.unknown_thread_404 = unknown_thread_404
         self.drop_post_replies = 0
         self.cut_streams = 0
         self.turns: dict[str, int] = {}
@@ -78,17 +100,29 @@ class RemoteAgentService(LocalService):
         self.posts: dict[str, int] = {}
         """POST requests received per thread (a POST while running starts nothing)."""
         self.probes: list[tuple[str, str]] = []
-        """(thread, status answered) for every status GET, in order."""
+        """(thread, status answered) for every status GET, in order ("404" when it was that)."""
         self.runs: dict[tuple[str, str], _Run] = {}
+        self._held = False
         self._cond = threading.Condition()
         self._stopping = threading.Event()
-        self._serve(self._handler())
+        self._serve(self._handler(), port)
 
     def stop(self) -> None:
         self._stopping.set()
         with self._cond:
             self._cond.notify_all()
         super().stop()
+
+    def hold(self) -> None:
+        """From now on, runs that reach their end stay ``running`` until :meth:`release`."""
+        with self._cond:
+            self._held = True
+
+    def release(self) -> None:
+        """Let held runs end (and runs from now on end on their own)."""
+        with self._cond:
+            self._held = False
+            self._cond.notify_all()
 
     def status(self, agent: str, thread: str) -> dict[str, Any]:
         """What ``GET .../threads/<thread>`` answers (without recording a probe)."""
@@ -138,6 +172,10 @@ class RemoteAgentService(LocalService):
         if self._stopping.wait(step):
             return
         with self._cond:
+            while self._held and not self._stopping.is_set():
+                self._cond.wait(0.1)
+            if self._stopping.is_set():
+                return
             if "fail" in str(run.message):
                 run.status = "failed"
                 run.error = f"{run.agent} could not answer {run.message!r}"
@@ -176,10 +214,13 @@ class RemoteAgentService(LocalService):
                 agent, thread, tail = route
                 if tail != "/messages":
                     return self._reply(405, {"error": "POST only to .../messages"})
+                field = service.message_field
                 try:
-                    message = json.loads(raw)["message"]
+                    body = json.loads(raw)
+                    message = body if field is None else body[field]
                 except (ValueError, KeyError, TypeError):
-                    return self._reply(400, {"error": 'body must be {"message": ...}'})
+                    shape = "a JSON message" if field is None else f'{{"{field}": ...}}'
+                    return self._reply(400, {"error": f"body must be {shape}"})
                 reply = service._post(agent, thread, message)
                 with service._cond:
                     drop = service.drop_post_replies > 0
@@ -198,7 +239,10 @@ class RemoteAgentService(LocalService):
                     return self._reply(405, {"error": "GET .../messages is not supported"})
                 with service._cond:
                     status = service._status(agent, thread)
-                    service.probes.append((thread, status["status"]))
+                    unknown = status["status"] == "not_started" and service.unknown_thread_404
+                    service.probes.append((thread, "404" if unknown else status["status"]))
+                if unknown:
+                    return self._reply(404, {"error": f"no thread {thread!r}"})
                 self._reply(200, status)
 
             def _stream(self, agent: str, thread: str) -> None:
@@ -226,9 +270,9 @@ class RemoteAgentService(LocalService):
                             if cut:
                                 return  # the connection closes without a final event
                         if status == "completed":
-                            return self._event("completed", {"result": result})
+                            return self._event(service.completed_event, {"result": result})
                         if status == "failed":
-                            return self._event("failed", {"error": error})
+                            return self._event(service.failed_event, {"error": error})
                         if not new:
                             self.wfile.write(b": keepalive\n\n")
                             self.wfile.flush()

@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
+import re
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import msgspec
@@ -248,11 +252,164 @@ def test_thread_with_a_run_this_journal_never_submitted_is_refused(service):
     assert set(service.turns.values()) == {1}
 
 
+# -- services of another shape: 404 for unknown threads (issue 14, item 19) -----------------
+
+LOG = "actionjournal.reconcilers.remote_job"
+
+
+@pytest.fixture
+def rest_service() -> Iterator[RemoteAgentService]:
+    """Answers a status query for a thread without a run with HTTP 404."""
+    with RemoteAgentService(unknown_thread_404=True) as s:
+        yield s
+
+
+@pytest.mark.parametrize("agent_type", [Asker, SyncAsker], ids=["async", "sync"])
+def test_404_for_a_thread_without_a_run_is_not_started_by_default(rest_service, agent_type):
+    job = RemoteAgentJob(rest_service.url, AGENT)
+    assert run_agent(agent_type(job), MemoryStore(), [("k", "a")]) == [f"{AGENT} answered a"]
+    assert [status for _, status in rest_service.probes] == ["404"]
+    assert list(rest_service.turns.values()) == list(rest_service.posts.values()) == [1]
+
+
+def test_reconcile_takes_404_as_not_started(rest_service):
+    job = RemoteAgentJob(rest_service.url, AGENT)
+    assert asyncio.run(job.reconcile(info("c4"))) == NotStarted()
+    assert rest_service.probes == [(job.thread_for("c4"), "404")] and rest_service.posts == {}
+
+
+def test_404_as_an_error_by_configuration_says_what_happened(rest_service):
+    job = RemoteAgentJob(rest_service.url, AGENT, not_found_is_not_started=False)
+    error = failure_of(Asker(job), MemoryStore(), [("k", "a")])
+    assert isinstance(error, RemoteAgentError) and rest_service.posts == {}
+    (thread, _), *_ = rest_service.probes
+    assert f"thread {thread}" in str(error) and "HTTP 404" in str(error)
+    assert "no run" in str(error) and "not_found_is_not_started=True" in str(error)
+
+
+@pytest.mark.parametrize("unknown_thread_404", [False, True], ids=["not_started", "404"])
+def test_a_run_lost_by_a_restarted_service_is_posted_again_with_a_warning(
+    unknown_thread_404, caplog
+):
+    store = MemoryStore()
+    with RemoteAgentService() as first:
+        job = RemoteAgentJob(first.url, AGENT)
+        run_agent(Asker(job), store, [("k", "a")])
+    (thread,) = first.turns
+    # As if the process died during the call, and the service restarted without its threads.
+    store.entries = [e for e in store.entries if _record_type(store, e) == b"CallStarted"]
+    port = urlsplit(first.url).port
+    with (
+        RemoteAgentService(port=port, unknown_thread_404=unknown_thread_404) as second,
+        caplog.at_level(logging.WARNING, logger=LOG),
+    ):
+        assert run_agent(Asker(job), store, [("k", "a")]) == [f"{AGENT} answered a"]
+    assert second.turns == second.posts == {thread: 1}
+    (warning,) = [r.getMessage() for r in caplog.records if r.name == LOG]
+    call_id = thread.removeprefix(job.thread_prefix)
+    assert f"thread {thread}" in warning and f"call {call_id}" in warning
+    assert "action ask" in warning and "lost the run" in warning
+    assert ("HTTP 404" in warning) == unknown_thread_404
+
+
+def test_unknown_agent_is_a_clear_error_on_a_404_service():
+    with RemoteAgentService(agents={AGENT}, unknown_thread_404=True) as service:
+        job = RemoteAgentJob(service.url, "reseacher")
+        error = failure_of(Asker(job), MemoryStore(), [("k", "a")])
+    assert isinstance(error, RemoteAgentError) and service.turns == {}
+    assert "POST" in str(error) and "no agent named 'reseacher'" in str(error)
+    assert "Check the agent name" in str(error) and "Nothing was started" in str(error)
+
+
+# -- services of another shape: body and end events (issue 14, item 20) ---------------------
+
+DONE_ERROR = {"completed_event": "done", "failed_event": "error"}
+SHAPES = {
+    "message field": {},
+    "input field, done/error events": {"message_field": "input", **DONE_ERROR},
+    "message as the body": {"message_field": None},
+}
+
+
+@pytest.mark.parametrize("shape", list(SHAPES))
+@pytest.mark.parametrize("agent_type", [Asker, SyncAsker], ids=["async", "sync"])
+def test_a_plain_string_message_in_each_body_shape(shape, agent_type):
+    with RemoteAgentService(**SHAPES[shape]) as service:
+        job = RemoteAgentJob(service.url, AGENT, **SHAPES[shape])
+        assert run_agent(agent_type(job), MemoryStore(), [("k", "a")]) == [f"{AGENT} answered a"]
+        (run,) = service.runs.values()
+    assert run.message == "a"
+    assert [status for _, status in service.probes] == ["not_started"]  # the end event ended it
+
+
+def test_message_as_the_body_posts_the_message_itself():
+    question = {"messages": [{"role": "user", "content": "a"}], "stream": True}
+    with RemoteAgentService(message_field=None) as service:
+        job = RemoteAgentJob(service.url, AGENT, message_field=None)
+        run_agent(Asker(job), MemoryStore(), [("k", question)])
+        (run,) = service.runs.values()
+    assert run.message == question
+
+
+def test_configured_failed_event_ends_the_call():
+    with RemoteAgentService(**DONE_ERROR) as service:
+        job = RemoteAgentJob(service.url, AGENT, **DONE_ERROR)
+        error = failure_of(Asker(job), MemoryStore(), [("k", "please fail")])
+    assert isinstance(error, RemoteJobFailed)
+    assert error.error == f"{AGENT} could not answer 'please fail'"
+    assert [status for _, status in service.probes] == ["not_started"]
+
+
+def test_unconfigured_end_events_are_named_in_a_warning(caplog):
+    with (
+        RemoteAgentService(**DONE_ERROR) as service,
+        caplog.at_level(logging.WARNING, logger=LOG),
+    ):
+        job = RemoteAgentJob(service.url, AGENT)
+        assert run_agent(Asker(job), MemoryStore(), [("k", "a")]) == [f"{AGENT} answered a"]
+    assert [status for _, status in service.probes] == ["not_started", "completed"]
+    (warning,) = [r.getMessage() for r in caplog.records if r.name == LOG]
+    assert "'done'" in warning and "completed_event" in warning
+
+
+def test_a_body_the_service_refuses_says_so_and_starts_nothing():
+    with RemoteAgentService(message_field="input") as service:
+        job = RemoteAgentJob(service.url, AGENT)
+        error = failure_of(Asker(job), MemoryStore(), [("k", "a")])
+    assert isinstance(error, RemoteAgentError) and service.turns == {}
+    assert "HTTP 400" in str(error) and "body must be" in str(error) and "input" in str(error)
+    assert "message_field" in str(error) and "Nothing was started" in str(error)
+    assert "agent name" not in str(error)
+
+
+def docs_sample(containing: str) -> str:
+    """The one python block of docs/reconcilers.md that contains ``containing``."""
+    text = (Path(__file__).parents[2] / "docs" / "reconcilers.md").read_text()
+    (block,) = [b for b in re.findall(r"```python\n(.*?)```", text, re.S) if containing in b]
+    return block
+
+
+def test_docs_samples_run_as_written(service):
+    exec(docs_sample("with RemoteAgentService("), {})
+    namespace: dict[str, Any] = {}
+    exec(docs_sample('message_field="input"'), namespace)
+    assert namespace["research"].completed_event == "done"
+    exec(docs_sample("class Assistant"), namespace)
+    namespace["research"].base_url = service.url  # the docs' service, here on 127.0.0.1
+    runner = LocalRunner(namespace["Assistant"](), MemoryStore())
+    inputs = [("u1", {"question": "what is a journal?"}), ("u2", {"question": "fail me"})]
+    asyncio.run(runner.run(inputs))
+    assert {event.output for _, event in runner.outputs} == {
+        f"{AGENT} answered what is a journal?",
+        f"no answer: {AGENT} could not answer 'fail me'",
+    }
+
+
 # -- process kills ------------------------------------------------------------------------
 
 CHILD = Path(__file__).parent.parent / "remote_job_agent.py"
 N_INPUTS = 3
-RUN_SECONDS = 2.5  # longer than a child's restart, so "running" is what recovery sees
+RUN_SECONDS = 1.0
 
 WINDOWS = {
     "before submit is journaled": ["--crash", "before:CallStarted:1"],
@@ -272,13 +429,31 @@ SEEN_ON_RECOVERY = {
 }
 
 
-def run_child(state: Path, url: str, *extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, str(CHILD), str(state), url, str(N_INPUTS), *extra],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+def run_child(
+    state: Path, url: str, *extra: str, release: RemoteAgentService | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run the child to its end (or its kill).
+
+    ``release``: a service holding its runs; they are released once the child has asked
+    about a thread and heard ``running``, so recovery sees a live run however slowly the
+    child starts on a loaded machine.
+    """
+    command = [sys.executable, str(CHILD), str(state), url, str(N_INPUTS), *extra]
+    if release is None:
+        return subprocess.run(command, capture_output=True, text=True, timeout=120)
+    asked = len(release.probes)
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while child.poll() is None and time.monotonic() < deadline:
+            if any(status == "running" for _, status in release.probes[asked:]):
+                break
+            time.sleep(0.05)
+        release.release()
+        out, err = child.communicate(timeout=120)
+    finally:
+        child.kill()
+    return subprocess.CompletedProcess(command, child.returncode, out, err)
 
 
 def outputs(state: Path) -> dict[str, Any]:
@@ -289,6 +464,10 @@ def outputs(state: Path) -> dict[str, Any]:
 def final_memory(state: Path) -> dict[str, bytes | None]:
     snap = msgspec.msgpack.decode((state / "final").read_bytes(), type=Snapshot)
     return {k.key_id: k.state.memory for k in snap.keys}
+
+
+def counts(restored: subprocess.CompletedProcess[str]) -> dict[str, int]:
+    return json.loads(restored.stdout.strip().splitlines()[-1])
 
 
 @pytest.fixture(scope="module")
@@ -304,12 +483,15 @@ def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.slow
 @pytest.mark.parametrize("window", list(WINDOWS))
 def test_killed_then_restored_exactly_one_turn_per_thread(window, tmp_path, uninterrupted):
+    status, counter = SEEN_ON_RECOVERY.get(window, (None, None))
     with RemoteAgentService(run_seconds=RUN_SECONDS, progress_events=4) as service:
+        if status == "running":
+            service.hold()  # runs go on until the restored process has found one running
         killed = run_child(tmp_path, service.url, *WINDOWS[window])
         assert killed.returncode == -9, killed.stderr[-2000:]
         service.wait_idle()
         probes_before = len(service.probes)
-        restored = run_child(tmp_path, service.url)
+        restored = run_child(tmp_path, service.url, release=service if status else None)
         assert restored.returncode == 0, restored.stderr[-2000:]
         turns, posts = dict(service.turns), dict(service.posts)
         seen = {status for _, status in service.probes[probes_before:]}
@@ -318,8 +500,55 @@ def test_killed_then_restored_exactly_one_turn_per_thread(window, tmp_path, unin
     assert set(posts.values()) == {1}, f"a thread was posted twice: {posts}"
     assert outputs(tmp_path) == outputs(uninterrupted)
     assert final_memory(tmp_path) == final_memory(uninterrupted)
-    counts = json.loads(restored.stdout.strip().splitlines()[-1])
-    if window in SEEN_ON_RECOVERY:
-        status, counter = SEEN_ON_RECOVERY[window]
+    if counter is not None:
         assert status is None or status in seen, seen
-        assert counts[counter] >= 1, counts
+        assert counts(restored)[counter] >= 1, counts(restored)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "shape",
+    [
+        {"unknown_thread_404": True},
+        {"message_field": "input", **DONE_ERROR},
+        {"message_field": None, "unknown_thread_404": True, **DONE_ERROR},
+    ],
+    ids=["404 for unknown threads", "input field, done/error", "all of them"],
+)
+def test_killed_mid_run_on_another_shape_is_asked_not_reposted(shape, tmp_path, uninterrupted):
+    job = {k: v for k, v in shape.items() if k != "unknown_thread_404"}
+    with RemoteAgentService(run_seconds=RUN_SECONDS, progress_events=4, **shape) as service:
+        service.hold()
+        killed = run_child(tmp_path, service.url, "--kill-on-progress", "--job", json.dumps(job))
+        assert killed.returncode == -9, killed.stderr[-2000:]
+        service.wait_idle()
+        probes_before = len(service.probes)
+        restored = run_child(tmp_path, service.url, "--job", json.dumps(job), release=service)
+        assert restored.returncode == 0, restored.stderr[-2000:]
+        seen = [status for _, status in service.probes[probes_before:]]
+    assert len(service.turns) == N_INPUTS
+    assert set(service.turns.values()) == set(service.posts.values()) == {1}
+    assert "running" in seen and counts(restored)["reconciled"] >= 1
+    assert seen.count("completed") == 0, "a configured end event was not recognised"
+    assert outputs(tmp_path) == outputs(uninterrupted)
+
+
+@pytest.mark.slow
+def test_run_lost_by_a_restarted_service_is_posted_again_with_a_warning(tmp_path, uninterrupted):
+    with RemoteAgentService(run_seconds=RUN_SECONDS, progress_events=4) as first:
+        first.hold()
+        killed = run_child(tmp_path, first.url, "--kill-on-progress")
+        assert killed.returncode == -9, killed.stderr[-2000:]
+        first.wait_idle()
+    lost = set(first.turns)  # running when the service restarted and forgot them
+    port = urlsplit(first.url).port
+    with RemoteAgentService(RUN_SECONDS, 4, port=port, unknown_thread_404=True) as second:
+        restored = run_child(tmp_path, second.url)
+        assert restored.returncode == 0, restored.stderr[-2000:]
+    assert len(second.turns) == N_INPUTS
+    assert set(second.turns.values()) == set(second.posts.values()) == {1}
+    warnings = [line for line in restored.stderr.splitlines() if "lost the run" in line]
+    assert lost and len(warnings) >= len(lost), restored.stderr[-2000:]
+    for thread in lost:
+        assert any(f"thread {thread}" in w and "HTTP 404" in w for w in warnings), warnings
+    assert outputs(tmp_path) == outputs(uninterrupted)
