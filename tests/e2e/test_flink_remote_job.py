@@ -34,19 +34,31 @@ class ByUser:
         return f"user_{question['id'] % self.keys}"
 
 
+# A service of another common shape: {"input": ...} bodies, done/error end events, and
+# 404 for a thread without a run (RemoteAgentJob takes that 404 as not_started).
+REST_SHAPE = {"message_field": "input", "completed_event": "done", "failed_event": "error"}
+
+
 def run_job(
-    tmp_path, n: int, keys: int, crash_at: str, config: AgentsConfig | None = None
+    tmp_path,
+    n: int,
+    keys: int,
+    crash_at: str,
+    config: AgentsConfig | None = None,
+    shape: dict | None = None,
 ) -> tuple[list, dict]:
     elements = [json.dumps({"id": i, "text": f"question {i}"}) for i in range(n)]
     store = CrashOnce(str(tmp_path / "killed"), crash_at, sqlite(tmp_path / "journal.db"))
     sink = JsonLines(tmp_path / "outputs.jsonl")
-    with RemoteAgentService(run_seconds=1.5) as service:
+    shape = shape or {}
+    rest = {"unknown_thread_404": True} if shape else {}
+    with RemoteAgentService(run_seconds=1.5, **shape, **rest) as service:
         env = local_env(tmp_path / "checkpoints", checkpoint_interval_ms=300)
         agents = AgentsExecutionEnvironment.get_execution_environment(env, config)
         questions = paced_source(env, elements, per_second=10).map(
             json.loads, output_type=Types.PICKLED_BYTE_ARRAY()
         )
-        job = RemoteAgentJob(service.url, AGENT, poll_interval=0.1)
+        job = RemoteAgentJob(service.url, AGENT, poll_interval=0.1, **shape)
         agents.from_datastream(questions, key_selector=ByUser(keys)).apply(
             Researcher(job), store_factory=store
         ).to_datastream().map(sink)
@@ -59,8 +71,9 @@ def run_job(
 def test_worker_killed_while_remote_runs_are_in_flight(tmp_path):
     # Killed right after the 4th call journaled its start: earlier runs are still
     # running at the service, the 4th was never submitted; every key gets more input.
+    # The service is of the other shape, so recovery gets 404 and `done` events.
     n = 20
-    outputs, turns = run_job(tmp_path, n, keys=4, crash_at="after:CallStarted:4")
+    outputs, turns = run_job(tmp_path, n, keys=4, crash_at="after:CallStarted:4", shape=REST_SHAPE)
     assert {o["id"] for o in outputs} == set(range(n))
     assert len(turns) == n
     assert set(turns.values()) == {1}, f"a finished remote thread was posted again: {turns}"
