@@ -1,6 +1,7 @@
 # make demo   - set up .venv and run the crash-and-recover demo: a PyFlink job on SQLite
 # make test   - set up .venv and run the whole suite (starts a local Kafka broker and Fluss cluster)
 # make test-fast - unit tests only, no services, no Flink
+# make typecheck - mypy (strict on actionjournal/stores; run by make test)
 # make bench  - benchmarks (starts Kafka and PostgreSQL itself) and docs/performance.md;
 #               BENCH=prefix runs only entries whose name starts with prefix
 PYTHON ?= python3
@@ -9,7 +10,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 BENCH_STAMP := $(VENV)/.installed-bench
 
-.PHONY: demo test test-fast bench lint clean
+.PHONY: demo test test-fast typecheck bench lint clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -24,12 +25,17 @@ demo: $(STAMP)
 	$(BIN)/actionjournal demo
 
 # pytest exits 5 when it collected no test; make treats any non-zero exit as failure.
-test: $(STAMP)
+test: $(STAMP) typecheck
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/python -m pytest -q
 
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not slow and not kafka and not fluss and not flink"
+
+# mypy, strict on actionjournal/stores (settings in pyproject.toml)
+typecheck: $(STAMP)
+	$(BIN)/mypy
 
 $(BENCH_STAMP): $(STAMP)
 	$(BIN)/python -m pip install -q -e ".[bench]"
@@ -43,4 +49,4 @@ lint: $(STAMP)
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
 
 clean:
-	rm -rf $(VENV) .demo .pytest_cache .ruff_cache
+	rm -rf $(VENV) .demo .pytest_cache .ruff_cache .mypy_cache

@@ -30,7 +30,7 @@ import pyarrow as pa
 
 from actionjournal.durable.codec import RecordCodec
 from actionjournal.durable.records import CallFinished, RunCompleted
-from actionjournal.stores.fluss import FlussActionStateStore, FlussStoreConfig
+from actionjournal.stores.fluss import FlussStore, FlussStoreConfig
 from benchmarks.common import entry
 
 RECORD_BYTES = 200
@@ -52,9 +52,9 @@ def call_record(key: str, seq: int) -> CallFinished:
     )  # fmt: skip
 
 
-def _store(bootstrap: str, table: str | None = None) -> FlussActionStateStore:
+def _store(bootstrap: str, table: str | None = None) -> FlussStore:
     table = table or f"bench_{uuid.uuid4().hex[:12]}"
-    return FlussActionStateStore(FlussStoreConfig(bootstrap_servers=bootstrap, table=table))
+    return FlussStore(FlussStoreConfig(bootstrap_servers=bootstrap, table=table))
 
 
 class _Raw:

@@ -24,7 +24,7 @@ from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
 from actionjournal.durable.codec import RecordCodec
 from actionjournal.durable.records import RunCompleted
-from actionjournal.stores.kafka import KafkaActionStateStore, KafkaStoreConfig
+from actionjournal.stores.kafka import KafkaStore, KafkaStoreConfig
 from benchmarks.common import BenchContext, entry
 
 RECORD_BYTES = 200
@@ -37,9 +37,9 @@ def record(key: str, seq: int) -> RunCompleted:
     return RunCompleted("bench", "op", 0, key, seq, at=time.time(), input_digest=digest)
 
 
-def _store(bootstrap: str) -> KafkaActionStateStore:
+def _store(bootstrap: str) -> KafkaStore:
     topic = f"aj-bench-{uuid.uuid4().hex[:12]}"
-    return KafkaActionStateStore(KafkaStoreConfig(bootstrap_servers=bootstrap, topic=topic))
+    return KafkaStore(KafkaStoreConfig(bootstrap_servers=bootstrap, topic=topic))
 
 
 def _raw_producer(bootstrap: str) -> Producer:
@@ -174,7 +174,7 @@ def bench_recovery_read(bootstrap: str, records: int = 30000, keys: int = 300) -
     raw.flush(60)
     writer.close()
 
-    reader = KafkaActionStateStore(KafkaStoreConfig(bootstrap_servers=bootstrap, topic=topic))
+    reader = KafkaStore(KafkaStoreConfig(bootstrap_servers=bootstrap, topic=topic))
     start = time.perf_counter()
     got = sum(len(reader.read_key("bench", "op", key, None)) for key in ours_keys)
     ours = time.perf_counter() - start

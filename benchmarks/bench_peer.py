@@ -124,7 +124,7 @@ def _wall(fn: Callable[[dict], int], n: int) -> list[float]:
 
 def bench_peer(ctx: BenchContext) -> list[dict]:
     from actionjournal.stores import SqliteStore
-    from actionjournal.stores.kafka import KafkaActionStateStore, KafkaStoreConfig
+    from actionjournal.stores.kafka import KafkaStore, KafkaStoreConfig
 
     pg_url = ctx.postgres  # raises ServiceUnavailable with the reason
     dbos_workflow, dbos_stop = _dbos(pg_url)
@@ -137,9 +137,7 @@ def bench_peer(ctx: BenchContext) -> list[dict]:
         sides["sqlite"] = ours[-1]
         try:
             topic = f"aj-peer-bench-{uuid.uuid4().hex[:12]}"
-            kafka = KafkaActionStateStore(
-                KafkaStoreConfig(bootstrap_servers=ctx.kafka, topic=topic)
-            )
+            kafka = KafkaStore(KafkaStoreConfig(bootstrap_servers=ctx.kafka, topic=topic))
             ours.append(OurWorkflows(kafka))
             sides["kafka"] = ours[-1]
         except Exception as exc:  # the SQLite entry is still worth having

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from actionjournal.stores import MemoryStore, SqliteStore
-from actionjournal.stores.base import ActionStateStore
+from actionjournal.stores.base import JournalStore
 
 STORE_KINDS = [
     "memory",
@@ -18,7 +18,7 @@ STORE_KINDS = [
 ]
 
 
-def make_store(kind: str, tmp_path: Path, **kwargs) -> ActionStateStore:
+def make_store(kind: str, tmp_path: Path, **kwargs) -> JournalStore:
     if kind == "memory":
         return MemoryStore(**kwargs)
     if kind == "sqlite":
@@ -54,24 +54,20 @@ def fluss_bootstrap() -> Iterator[str]:
 
 
 @pytest.fixture(params=STORE_KINDS)
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ActionStateStore]:
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[JournalStore]:
     if request.param == "kafka":
-        from actionjournal.stores.kafka import KafkaActionStateStore, KafkaStoreConfig
+        from actionjournal.stores.kafka import KafkaStore, KafkaStoreConfig
 
         bootstrap = request.getfixturevalue("kafka_bootstrap")
         topic = f"contract-{uuid.uuid4().hex[:12]}"
-        s = KafkaActionStateStore(
-            KafkaStoreConfig(bootstrap_servers=bootstrap, topic=topic, partitions=4)
-        )
+        s = KafkaStore(KafkaStoreConfig(bootstrap_servers=bootstrap, topic=topic, partitions=4))
     elif request.param == "fluss":
         pytest.importorskip("fluss")  # pyfluss: the "fluss" extra
-        from actionjournal.stores.fluss import FlussActionStateStore, FlussStoreConfig
+        from actionjournal.stores.fluss import FlussStore, FlussStoreConfig
 
         bootstrap = request.getfixturevalue("fluss_bootstrap")
         table = f"contract_{uuid.uuid4().hex[:12]}"
-        s = FlussActionStateStore(
-            FlussStoreConfig(bootstrap_servers=bootstrap, table=table, buckets=4)
-        )
+        s = FlussStore(FlussStoreConfig(bootstrap_servers=bootstrap, table=table, buckets=4))
     else:
         s = make_store(request.param, tmp_path)
     yield s

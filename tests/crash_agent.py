@@ -49,15 +49,13 @@ async def main(argv: list[str]) -> None:
     p.add_argument("--table", default="action_state")
     args = p.parse_args(argv)
     if args.kafka:
-        from actionjournal.stores.kafka import KafkaActionStateStore, KafkaStoreConfig
+        from actionjournal.stores.kafka import KafkaStore, KafkaStoreConfig
 
-        store = KafkaActionStateStore(
-            KafkaStoreConfig(bootstrap_servers=args.kafka, topic=args.topic)
-        )
+        store = KafkaStore(KafkaStoreConfig(bootstrap_servers=args.kafka, topic=args.topic))
     elif args.fluss:
-        from actionjournal.stores.fluss import FlussActionStateStore, FlussStoreConfig
+        from actionjournal.stores.fluss import FlussStore, FlussStoreConfig
 
-        store = FlussActionStateStore(
+        store = FlussStore(
             FlussStoreConfig(bootstrap_servers=args.fluss, table=args.table, buckets=4)
         )
     else:

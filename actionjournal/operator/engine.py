@@ -35,6 +35,7 @@ from actionjournal.durable.replay import KeyJournal, RecordedRun
 from actionjournal.durable.stats import JournalMetrics
 from actionjournal.operator.agent import Agent
 from actionjournal.operator.run import Run, RunEnv, RunResult
+from actionjournal.stores.base import JournalStore
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +55,9 @@ class KeyState(msgspec.Struct, array_like=True):
 
 
 class AgentEngine:
-    def __init__(self, agent: Agent, store: Any, config: JournalConfig | None = None) -> None:
+    def __init__(
+        self, agent: Agent, store: JournalStore, config: JournalConfig | None = None
+    ) -> None:
         self.config = config or JournalConfig()
         self.store = store
         self.counts = JournalMetrics()  # this engine's own registry (docs/operations.md)

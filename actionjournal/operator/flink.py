@@ -47,14 +47,14 @@ from actionjournal.operator.agent import Agent
 from actionjournal.operator.config import AgentsConfig
 from actionjournal.operator.engine import AgentEngine, KeyState
 from actionjournal.operator.run import RunResult
-from actionjournal.stores.base import ActionStateStore
+from actionjournal.stores.base import JournalStore
 from actionjournal.stores.config import open_store
 
 END_OF_TIME = 2**63 - 1  # an event-time timer here fires when a bounded input ends
 BUNDLE_SIZE = "python.fn-execution.bundle.size"
 log = logging.getLogger(__name__)
 MAX_POLL_MS = 1000
-StoreFactory = Callable[[RecordCodec], ActionStateStore]
+StoreFactory = Callable[[RecordCodec], JournalStore]
 SUPPORTED_PYFLINK = "2.3"  # the draining operator builds on PyFlink 2.3's internals (pyproject)
 
 

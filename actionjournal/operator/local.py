@@ -24,6 +24,7 @@ from actionjournal.durable.stats import JournalMetrics
 from actionjournal.operator.agent import Agent
 from actionjournal.operator.engine import AgentEngine, KeyState
 from actionjournal.operator.events import Event
+from actionjournal.stores.base import JournalStore
 
 
 class KeySnapshot(msgspec.Struct, array_like=True):
@@ -52,7 +53,7 @@ class LocalRunner:
     def __init__(
         self,
         agent: Agent,
-        store: Any,
+        store: JournalStore,
         config: JournalConfig | None = None,
         on_output: OutputSink | None = None,
     ) -> None:
@@ -156,7 +157,7 @@ class LocalRunner:
         cls,
         path: str | Path,
         agent: Agent,
-        store: Any,
+        store: JournalStore,
         config: JournalConfig | None = None,
         on_output: OutputSink | None = None,
     ) -> LocalRunner:

@@ -41,6 +41,7 @@ from actionjournal.operator.agent import ActionSpec, Agent
 from actionjournal.operator.context import RunnerContext
 from actionjournal.operator.events import Event, InputEvent
 from actionjournal.operator.memory import Memory, apply_op
+from actionjournal.stores.base import JournalStore
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +58,7 @@ class RunEnv:
     """What every run of one operator shares."""
 
     agent: Agent
-    store: Any  # ActionStateStore
+    store: JournalStore
     config: JournalConfig
     values: ValueCodec
     counts: JournalMetrics  # what the engine counts and times

@@ -1,16 +1,25 @@
-"""The action state store contract every backend implements."""
+"""The store contracts: what a job needs of a journal, and what the operator tools need.
+
+Two protocols instead of one base class: a job (the engine, a run, the local runner, the
+PyFlink binding) needs only :class:`JournalStore`; ``actionjournal journal inspect`` and
+``actionjournal cleanup`` need :class:`MaintenanceStore` on top of it. A backend declares
+which it implements by subclassing it (and inherits the shared defaults), so a backend
+without the tools' half (Fluss, ``none``) is refused by the type checker, not at run time.
+
+Also here: what the recovery reads of the partitioned stores (Kafka, Fluss) share.
+"""
 
 from __future__ import annotations
 
 import time
-from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator
+from abc import abstractmethod
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 from actionjournal.durable.codec import RecordCodec
 from actionjournal.durable.errors import RecordError
-from actionjournal.durable.records import JournalRecord, Marker, StoreIdentity
+from actionjournal.durable.records import CONTROL_KEY, JournalRecord, Marker, StoreIdentity
 
 Progress = Callable[[int, int], None]
 """``progress(done, total)``: positions (or rows) handled so far of a scan or a deletion."""
@@ -18,7 +27,7 @@ Progress = Callable[[int, int], None]
 
 @dataclass(frozen=True, slots=True)
 class ScannedRecord:
-    """One record met by :meth:`ActionStateStore.scan`, with its position and encoded size.
+    """One record met by :meth:`MaintenanceStore.scan`, with its position and encoded size.
 
     ``record`` is ``None`` for a record of another namespace or operator (asked for with
     ``foreign=True``): it is recognised from its header and never decoded.
@@ -32,26 +41,16 @@ class ScannedRecord:
     signed: bool = False  # the record carries an HMAC (the journal is signed)
 
 
-class ActionStateStore(ABC):
-    """An append-only journal of records, readable per key.
+class JournalStore(Protocol):
+    """What a job needs: an append-only journal of records, readable per key.
 
     ``append`` returns only once the record is durable (committed, acknowledged)
     and raises :class:`~actionjournal.durable.errors.JournalWriteError` otherwise:
     a caller never believes a record is kept when it is not. Stores are used from
     several threads at once.
-
-    The second half of the contract (``partitions`` .. ``delete_below``) serves the
-    operator tools (``actionjournal journal inspect``, ``actionjournal cleanup``), not
-    jobs. A backend without it raises :class:`NotImplementedError` and the tools say
-    so; see docs/operations.md for what each method must guarantee.
     """
 
     identity: StoreIdentity
-
-    shared_deletes: bool = False
-    """True when :meth:`delete_below` removes the records of *every* namespace below the
-    position (Kafka ``delete_records``), so a cleanup plan must stop at the first record
-    of another namespace or operator. False when it removes only the given namespace's."""
 
     @abstractmethod
     def append(self, record: JournalRecord) -> Marker:
@@ -75,25 +74,35 @@ class ActionStateStore(ABC):
     def earliest_position(self, key_id: str) -> int:
         """The first retained position of the key's partition (a marker below it lost data)."""
 
+    def partition_of(self, key_id: str) -> int:
+        """The partition that holds the key's records; stable for the life of the journal."""
+        return 0
+
     def marker(self, key_id: str, position: int, epoch: int) -> Marker:
         return Marker(self.identity, epoch, self.partition_of(key_id), position)
 
-    def partition_of(self, key_id: str) -> int:
-        return 0
-
-    def close(self) -> None:  # noqa: B027 - optional for stores without resources
+    def close(self) -> None:
         """Release connections; the journal stays."""
+        return None  # nothing to release by default (not an abstract method)
 
-    # -- operator tools: inspect and cleanup ------------------------------------------------
+
+class MaintenanceStore(JournalStore, Protocol):
+    """A journal the operator tools can inspect and clean up (docs/operations.md says what
+    each method must guarantee)."""
+
+    shared_deletes: bool = False
+    """True when :meth:`delete_below` removes the records of *every* namespace below the
+    position (Kafka ``delete_records``), so a cleanup plan must stop at the first record
+    of another namespace or operator. False when it removes only the given namespace's."""
 
     def partitions(self) -> list[int]:
         """The partitions (buckets) of the journal; a single-range store has ``[0]``."""
         return [0]
 
+    @abstractmethod
     def position_range(self, partition: int) -> tuple[int, int]:
         """``(low, high)``: the first retained position of ``partition`` and the end
         (exclusive) of what was written so far. Positions in between may be gaps."""
-        raise NotImplementedError(f"{type(self).__name__} does not support the operator tools")
 
     def scan_bounds(self, partition: int, start: int | None, end: int | None) -> tuple[int, int]:
         """``[start, end)`` of a scan, clipped to what the partition retains now."""
@@ -102,6 +111,7 @@ class ActionStateStore(ABC):
             high if end is None else min(end, high)
         )
 
+    @abstractmethod
     def scan(
         self,
         partition: int,
@@ -120,7 +130,6 @@ class ActionStateStore(ABC):
         yielded; with ``foreign=True`` the others are yielded too, undecoded. Control
         records (key id ``CONTROL_KEY``) are included. ``progress`` is called now and then.
         """
-        raise NotImplementedError(f"{type(self).__name__} does not support the operator tools")
 
     def append_control(self, record: JournalRecord, partition: int) -> Marker:
         """Append a control record (key id ``CONTROL_KEY``) into a chosen partition.
@@ -132,6 +141,7 @@ class ActionStateStore(ABC):
             raise ValueError(f"no partition {partition} in {self.identity.name}")
         return self.append(record)
 
+    @abstractmethod
     def delete_below(
         self,
         namespace: str,
@@ -146,7 +156,122 @@ class ActionStateStore(ABC):
         says the backend cannot (then every namespace's records below ``position`` go).
         Never touches ``position`` or anything above it, so writers may keep appending.
         """
-        raise NotImplementedError(f"{type(self).__name__} does not support cleanup")
+
+
+ActionStateStore = MaintenanceStore
+"""The name of the whole contract before it was split in two (both halves): kept for users."""
+
+
+# -- recovery reads of the partitioned stores ---------------------------------------------------
+
+Entries = list[tuple[int, bytes]]
+"""``(position, encoded record)`` pairs, in position order."""
+Found = dict[str, Entries]
+"""Entries of one namespace/operator in one partition, by key id."""
+Scan = Callable[[int, int, bool], Found]
+"""``scan(start, end, earlier)``: the entries at positions ``[start, end)``; ``earlier`` when
+the range lies before what a window read so far (it may begin below retention)."""
+
+_ENTRY_OVERHEAD = 100  # rough Python cost of one cached (position, bytes) pair
+
+
+def _cost(entries: Entries) -> int:
+    return sum([len(data) for _, data in entries]) + _ENTRY_OVERHEAD * len(entries)
+
+
+def with_control(entries: Entries, found: Found, key_id: str) -> Entries:
+    """A key's entries with its partition's control records (in ``found``) among them, in
+    position order."""
+    control = found.get(CONTROL_KEY)
+    if not control:
+        return entries
+    if key_id == CONTROL_KEY:
+        return list(control)
+    return sorted(entries + control, key=lambda entry: entry[0])
+
+
+class RecoveryWindow:
+    """Records of one namespace/operator in one partition, positions ``[start, end)``, by key.
+
+    Recovering many keys of a partition reads it once: a read keeps the other keys' records
+    here until they ask. A key's entries are handed out once and dropped, so memory holds
+    only keys that have not recovered yet. With ``control`` the partition's control records
+    are handed out with every key and never dropped.
+    """
+
+    __slots__ = ("control", "end", "keys", "size", "start")
+
+    def __init__(self, start: int, control: bool) -> None:
+        self.start = self.end = start
+        self.control = control
+        self.keys: Found = {}
+        self.size = 0  # bytes held, roughly
+
+    def cover(self, start: int, end: int, scan: Scan, served: Collection[str]) -> None:
+        """Read what ``[start, end)`` adds to the window, leaving out keys in ``served``."""
+        if start < self.start:  # a marker older than what was read so far
+            self._add(scan(start, self.start, True), served, earlier=True)
+            self.start = start
+        if end > self.end:  # written since the last read
+            self._add(scan(self.end, end, False), served, earlier=False)
+            self.end = end
+
+    def _add(self, found: Found, served: Collection[str], earlier: bool) -> None:
+        for key_id, entries in found.items():
+            if key_id in served:
+                continue
+            self.size += _cost(entries)
+            have = self.keys.get(key_id)
+            if have is None:
+                self.keys[key_id] = entries
+            else:
+                self.keys[key_id] = entries + have if earlier else have + entries
+
+    def take(self, key_id: str) -> Entries:
+        """The key's entries, dropped from the window (with the control records if ``control``)."""
+        if self.control and key_id == CONTROL_KEY:  # for every key: never handed out alone
+            entries: Entries = []
+        else:
+            entries = self.keys.pop(key_id, [])
+            self.size -= _cost(entries)
+        return with_control(entries, self.keys, key_id) if self.control else entries
+
+
+class RecoveryCache:
+    """A store's recovery windows, by partition and namespace/operator, within a byte budget."""
+
+    def __init__(self, budget: int, control: bool) -> None:
+        self.budget = budget
+        self.control = control
+        self._windows: dict[tuple[int, str, str], RecoveryWindow] = {}
+
+    def read(
+        self,
+        partition: int,
+        namespace: str,
+        operator_uid: str,
+        key_id: str,
+        start: int,
+        end: int,
+        scan: Scan,
+        served: Collection[str],
+    ) -> Entries:
+        """The key's entries at ``[start, end)``, read through its partition's window.
+
+        ``served``: keys of the namespace/operator handed out before, whose records the
+        window does not keep (a key asked again is read from the store afresh).
+        """
+        slot = (partition, namespace, operator_uid)
+        window = self._windows.get(slot)
+        if window is None:
+            window = self._windows[slot] = RecoveryWindow(start, self.control)
+        window.cover(start, end, scan, served)
+        entries = window.take(key_id)
+        if sum(w.size for w in self._windows.values()) > self.budget:
+            # Over budget: drop everything; keys not yet recovered read their partition
+            # again (correct, only slower).
+            self._windows.clear()
+        return entries
 
 
 V = TypeVar("V")

@@ -7,9 +7,9 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from actionjournal.durable.codec import RecordCodec
-from actionjournal.stores.base import ActionStateStore
-from actionjournal.stores.fluss_config import FlussStoreConfig
-from actionjournal.stores.kafka_config import KafkaStoreConfig
+from actionjournal.stores.base import JournalStore
+from actionjournal.stores.fluss.config import FlussStoreConfig
+from actionjournal.stores.kafka.config import KafkaStoreConfig
 
 
 class SqliteStoreConfig(BaseModel):
@@ -38,7 +38,7 @@ StoreConfig = Annotated[
 def open_store(
     config: SqliteStoreConfig | KafkaStoreConfig | FlussStoreConfig | NoStoreConfig,
     codec: RecordCodec,
-) -> ActionStateStore:
+) -> JournalStore:
     """Open the configured store; client libraries are imported only for the chosen backend."""
     if isinstance(config, NoStoreConfig):
         from actionjournal.stores.none import NoStore
@@ -49,9 +49,9 @@ def open_store(
 
         return SqliteStore(config.path, codec)
     if isinstance(config, FlussStoreConfig):
-        from actionjournal.stores.fluss import FlussActionStateStore
+        from actionjournal.stores.fluss.store import FlussStore
 
-        return FlussActionStateStore(config, codec)
-    from actionjournal.stores.kafka import KafkaActionStateStore
+        return FlussStore(config, codec)
+    from actionjournal.stores.kafka.store import KafkaStore
 
-    return KafkaActionStateStore(config, codec)
+    return KafkaStore(config, codec)

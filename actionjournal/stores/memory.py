@@ -10,12 +10,12 @@ from collections.abc import Iterator
 from actionjournal.durable.codec import FLAG_SIGNED, RecordCodec
 from actionjournal.durable.records import CONTROL_KEY, JournalRecord, Marker, StoreIdentity
 from actionjournal.durable.stats import note_append
-from actionjournal.stores.base import ActionStateStore, Progress, ScannedRecord
+from actionjournal.stores.base import MaintenanceStore, Progress, ScannedRecord
 
 _DELETED = ("", "", "", b"")  # a deleted entry: positions of the others must not move
 
 
-class MemoryStore(ActionStateStore):
+class MemoryStore(MaintenanceStore):
     def __init__(self, codec: RecordCodec | None = None, name: str = "memory") -> None:
         self.codec = codec or RecordCodec()
         self.identity = StoreIdentity("memory", name, uuid.uuid4().hex)

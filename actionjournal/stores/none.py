@@ -18,7 +18,7 @@ import threading
 
 from actionjournal.durable.codec import RecordCodec
 from actionjournal.durable.records import JournalRecord, Marker, StoreIdentity
-from actionjournal.stores.base import ActionStateStore
+from actionjournal.stores.base import JournalStore
 
 __all__ = ["NoStore"]
 
@@ -28,7 +28,7 @@ _warned = False
 _warn_lock = threading.Lock()
 
 
-class NoStore(ActionStateStore):
+class NoStore(JournalStore):
     """Journals nothing; logs one warning per process that durability is off."""
 
     def __init__(self, codec: RecordCodec | None = None) -> None:

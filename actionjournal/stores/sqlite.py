@@ -19,7 +19,7 @@ from actionjournal.durable.codec import FLAG_SIGNED, RecordCodec
 from actionjournal.durable.errors import JournalWriteError, StoreError
 from actionjournal.durable.records import JournalRecord, Marker, StoreIdentity
 from actionjournal.durable.stats import note_append
-from actionjournal.stores.base import ActionStateStore, Progress, ScannedRecord
+from actionjournal.stores.base import MaintenanceStore, Progress, ScannedRecord
 
 _SCAN_BATCH = 20_000
 _DELETE_BATCH = 20_000
@@ -47,7 +47,7 @@ class _Pending:
     error: JournalWriteError | None = None
 
 
-class SqliteStore(ActionStateStore):
+class SqliteStore(MaintenanceStore):
     def __init__(self, path: str | Path, codec: RecordCodec | None = None) -> None:
         self.path = Path(path)
         self.codec = codec or RecordCodec()
@@ -140,8 +140,8 @@ class SqliteStore(ActionStateStore):
             if low is None:  # empty: everything up to the last position ever used was deleted
                 row = self._db.execute("SELECT seq FROM sqlite_sequence WHERE name='journal'")
                 last = row.fetchone()
-                return (last[0] + 1) if last else 1
-        return low
+                return int(last[0]) + 1 if last else 1
+        return int(low)
 
     # -- operator tools -------------------------------------------------------------------
 

@@ -19,7 +19,7 @@ confluent_kafka = pytest.importorskip("confluent_kafka")
 from confluent_kafka.admin import AdminClient  # noqa: E402
 
 from actionjournal.dev.kafka import KafkaBroker  # noqa: E402
-from actionjournal.stores.kafka import KafkaActionStateStore, KafkaStoreConfig  # noqa: E402
+from actionjournal.stores.kafka import KafkaStore, KafkaStoreConfig  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -43,14 +43,14 @@ def topic(kafka_admin: AdminClient) -> Iterator[str]:
 
 
 @pytest.fixture
-def kafka_store(kafka_bootstrap: str) -> Iterator[Callable[..., KafkaActionStateStore]]:
+def kafka_store(kafka_bootstrap: str) -> Iterator[Callable[..., KafkaStore]]:
     """Factory of stores on the session broker (default 4 partitions); all closed at the end."""
-    stores: list[KafkaActionStateStore] = []
+    stores: list[KafkaStore] = []
 
-    def make(topic: str, codec: Any = None, **settings: Any) -> KafkaActionStateStore:
+    def make(topic: str, codec: Any = None, **settings: Any) -> KafkaStore:
         settings.setdefault("bootstrap_servers", kafka_bootstrap)
         settings.setdefault("partitions", 4)
-        store = KafkaActionStateStore(KafkaStoreConfig(topic=topic, **settings), codec)
+        store = KafkaStore(KafkaStoreConfig(topic=topic, **settings), codec)
         stores.append(store)
         return store
 
@@ -109,14 +109,14 @@ def fluss_table(fluss_run: Callable[..., Any]) -> Iterator[str]:
 @pytest.fixture
 def fluss_store(fluss_bootstrap: str) -> Iterator[Callable[..., Any]]:
     """Factory of Fluss stores on the session cluster (default 4 buckets); closed at the end."""
-    from actionjournal.stores.fluss import FlussActionStateStore, FlussStoreConfig
+    from actionjournal.stores.fluss import FlussStore, FlussStoreConfig
 
-    stores: list[FlussActionStateStore] = []
+    stores: list[FlussStore] = []
 
-    def make(table: str, codec: Any = None, **settings: Any) -> FlussActionStateStore:
+    def make(table: str, codec: Any = None, **settings: Any) -> FlussStore:
         settings.setdefault("bootstrap_servers", fluss_bootstrap)
         settings.setdefault("buckets", 4)
-        store = FlussActionStateStore(FlussStoreConfig(table=table, **settings), codec)
+        store = FlussStore(FlussStoreConfig(table=table, **settings), codec)
         stores.append(store)
         return store
 

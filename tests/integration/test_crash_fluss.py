@@ -22,7 +22,7 @@ from actionjournal.testing.service import CountingService
 
 pytest.importorskip("fluss")
 
-from actionjournal.stores.fluss import FlussActionStateStore, FlussStoreConfig
+from actionjournal.stores.fluss import FlussStore, FlussStoreConfig
 
 pytestmark = [pytest.mark.slow, pytest.mark.fluss]
 
@@ -30,9 +30,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.fluss]
 FLUSS_WINDOWS = ["after a call, before its record", "after the call's record", "between runs"]
 
 
-def open_table(bootstrap: str, table: str) -> FlussActionStateStore:
+def open_table(bootstrap: str, table: str) -> FlussStore:
     config = FlussStoreConfig(bootstrap_servers=bootstrap, table=table, buckets=4)
-    return FlussActionStateStore(config)
+    return FlussStore(config)
 
 
 @pytest.mark.parametrize("reconcile", [False, True], ids=["rerun", "reconciler"])

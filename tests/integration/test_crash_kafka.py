@@ -20,7 +20,7 @@ from test_crash_local import (  # the SQLite crash test's driver and its baselin
     uninterrupted,  # noqa: F401 - fixture
 )
 
-from actionjournal.stores.kafka import KafkaActionStateStore, KafkaStoreConfig
+from actionjournal.stores.kafka import KafkaStore, KafkaStoreConfig
 from actionjournal.testing.service import CountingService
 
 pytestmark = [pytest.mark.slow, pytest.mark.kafka]
@@ -28,8 +28,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.kafka]
 KAFKA_WINDOWS = ["after a call, before its record", "after the call's record", "between runs"]
 
 
-def open_topic(bootstrap: str, topic: str) -> KafkaActionStateStore:
-    return KafkaActionStateStore(KafkaStoreConfig(bootstrap_servers=bootstrap, topic=topic))
+def open_topic(bootstrap: str, topic: str) -> KafkaStore:
+    return KafkaStore(KafkaStoreConfig(bootstrap_servers=bootstrap, topic=topic))
 
 
 @pytest.mark.parametrize("reconcile", [False, True], ids=["rerun", "reconciler"])

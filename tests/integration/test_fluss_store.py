@@ -32,8 +32,12 @@ from actionjournal.testing.service import CountingService
 
 fluss = pytest.importorskip("fluss")
 
-from actionjournal.stores import fluss as fluss_store_module  # noqa: E402
-from actionjournal.stores.fluss import FlussActionStateStore, FlussStoreConfig  # noqa: E402
+from actionjournal.stores.fluss import (  # noqa: E402
+    FlussStore,
+    FlussStoreConfig,
+    bucketing,
+)
+from actionjournal.stores.fluss import store as fluss_store_module  # noqa: E402
 from tests.store_checks import check_one_pass_per_partition, rc, seqs  # noqa: E402
 
 pytestmark = pytest.mark.fluss
@@ -61,8 +65,8 @@ def drop(fluss_run, table: str) -> None:
 
 def test_bucketing_matches_the_fluss_reference_vectors():
     # From fluss-rust's murmur_hash.rs and bucketing/mod.rs tests (the Java client agrees).
-    h = fluss_store_module._murmur_bytes
-    i = fluss_store_module._murmur_int
+    h = bucketing._murmur_bytes
+    i = bucketing._murmur_int
     assert h(b"") == 0x087FCD5C
     assert h(b"The quick brown fox jumps over the lazy dog") == 0x1BC6F880
     assert (i(0), i(42), i(-77)) == (0x2362F9DE, 0x43A46E1D, 0x2EEB27DE)
@@ -92,7 +96,7 @@ def test_config_errors_name_the_setting_and_never_show_secrets():
     # An unknown client property fails at start, naming the property but not its value.
     bad = FlussStoreConfig(bootstrap_servers="b:9123", client_config={"sasl.passwrd": "hunter2"})
     with pytest.raises(StoreError, match="sasl.passwrd") as caught:
-        FlussActionStateStore(bad)
+        FlussStore(bad)
     assert "hunter2" not in str(caught.value)
 
 
@@ -101,7 +105,7 @@ def test_unreachable_coordinator_fails_at_start_not_hangs():
     config = FlussStoreConfig(bootstrap_servers="127.0.0.1:9", request_timeout_s=3)
     opening = r"opening Fluss table actionjournal\.action_state on 127\.0\.0\.1:9"
     with pytest.raises(StoreError, match=opening):
-        FlussActionStateStore(config)
+        FlussStore(config)
     assert time.monotonic() - start < 15
 
 
@@ -215,7 +219,7 @@ def test_expired_records_below_a_pending_marker_are_data_loss(fault_cluster):
         buckets=1,
         table_properties={"table.log.ttl": "2s"},
     )
-    store = FlussActionStateStore(config)
+    store = FlussStore(config)
     try:
         # ~1 KB records: the 64 KB segments roll, and closed ones expire after 2 s.
         markers = [store.append(rc("k", n, digest="x" * 1000)) for n in range(300)]
@@ -378,7 +382,7 @@ def _call_service(url: str, name: str, value):
     return reply.json()["value"]
 
 
-def _journaled_calls(store: FlussActionStateStore, keys: set[str]) -> set[str]:
+def _journaled_calls(store: FlussStore, keys: set[str]) -> set[str]:
     records = [
         r
         for key in keys
@@ -398,7 +402,7 @@ def test_tablet_server_stopped_mid_run_fails_fast_then_recovers(fault_cluster, t
     # Inputs arrive over ~6 s; the tablet server stops (~3 s, gracefully) after 10 calls.
     inputs = [(f"user-{n % 4}", n) for n in range(60)]
     snapshot = tmp_path / "snapshot"
-    store = FlussActionStateStore(config)
+    store = FlussStore(config)
     with CountingService() as service:
         runner = LocalRunner(Counted(service.url), store)
         stopped_at: list[float] = []
@@ -430,7 +434,7 @@ def test_tablet_server_stopped_mid_run_fails_fast_then_recovers(fault_cluster, t
         fault_cluster.start_tablet_server()
         service.wait_idle()
         executed_before = dict(service.counts)
-        restored_store = FlussActionStateStore(config)
+        restored_store = FlussStore(config)
         journaled = _journaled_calls(restored_store, {k for k, _ in inputs})
 
         async def restore() -> LocalRunner:
@@ -462,7 +466,7 @@ def test_tablet_server_crash_losing_acknowledged_records_is_reported(fault_clust
         ack_timeout_s=3,
     )
     fault_cluster.start_tablet_server()  # if an earlier test left it stopped
-    store = FlussActionStateStore(config)
+    store = FlussStore(config)
     try:
         fault_cluster.restart_tablet_server()  # a fresh incarnation, nothing checkpointed since
         deadline = time.monotonic() + 60
@@ -481,7 +485,7 @@ def test_tablet_server_crash_losing_acknowledged_records_is_reported(fault_clust
         fault_cluster.start_tablet_server()
     finally:
         store.close()
-    reopened = FlussActionStateStore(config)
+    reopened = FlussStore(config)
     try:
         with pytest.raises(DataLossError, match="acknowledged records were lost"):
             reopened.read_key("ns", "op", "k", marker)

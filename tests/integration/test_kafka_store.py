@@ -26,8 +26,8 @@ from actionjournal import (
 from actionjournal.durable.codec import RecordCodec
 from actionjournal.durable.errors import StoreError
 from actionjournal.operator.engine import AgentEngine, KeyState, PendingInput
-from actionjournal.stores import kafka as kafka_module
-from actionjournal.stores.kafka import KafkaActionStateStore, KafkaStoreConfig
+from actionjournal.stores.kafka import KafkaStore, KafkaStoreConfig
+from actionjournal.stores.kafka import store as kafka_module
 from tests.store_checks import check_one_pass_per_partition, rc, seqs
 
 pytestmark = pytest.mark.kafka
@@ -113,7 +113,7 @@ def test_broker_killed_appends_fail_within_the_delivery_timeout_then_recover(pri
         delivery_timeout_s=5,
         admin_timeout_s=20,
     )
-    store = KafkaActionStateStore(config)
+    store = KafkaStore(config)
     try:
         store.append(rc("k", 0))
         private_broker.kill()
@@ -157,7 +157,7 @@ def test_unreachable_broker_fails_at_start_not_hangs():
     start = time.monotonic()
     config = KafkaStoreConfig(bootstrap_servers="127.0.0.1:9", topic="t", admin_timeout_s=3)
     with pytest.raises(StoreError, match=r"describing topic t on 127\.0\.0\.1:9 failed"):
-        KafkaActionStateStore(config)
+        KafkaStore(config)
     assert time.monotonic() - start < 15
 
 

@@ -350,13 +350,13 @@ def tool_store(request, tmp_path):
     if request.param == "kafka":
         import uuid
 
-        from actionjournal.stores.kafka import KafkaActionStateStore, KafkaStoreConfig
+        from actionjournal.stores.kafka import KafkaStore, KafkaStoreConfig
 
         bootstrap = request.getfixturevalue("kafka_bootstrap")
         config = KafkaStoreConfig(
             bootstrap_servers=bootstrap, topic=f"tools-{uuid.uuid4().hex[:12]}", partitions=4
         )
-        store = KafkaActionStateStore(config)
+        store = KafkaStore(config)
     elif request.param == "sqlite":
         store = SqliteStore(tmp_path / "j.db")
     else:
