@@ -89,13 +89,13 @@ def build(store: Any, tmp: Path) -> Scenario:
         runner = LocalRunner(Worker(), store)
         await runner.run(BEFORE_OLD)
         runner.snapshot(old)
-        await runner.run(BEFORE_OLD + BEFORE_S)
+        await runner.run(BEFORE_S)
         for key, value in HELD:
             runner.submit(key, value)
         await asyncio.wait_for(GATES.reached["h0"].wait(), 30)
         runner.snapshot(s)  # "held" is in flight: its first call is journaled, not its second
         GATES.events["h0"].set()
-        await runner.run(INPUTS)
+        await runner.run(AFTER_S)
         return len(runner.outputs)
 
     outputs = asyncio.run(go())
@@ -108,8 +108,7 @@ def restore(store: Any, snapshot: Path) -> LocalRunner:
 
     async def go() -> LocalRunner:
         runner = LocalRunner.restore(snapshot, Worker(), store)
-        runner.resume()
-        await runner.run(INPUTS)
+        await runner.run_source(INPUTS)
         return runner
 
     return asyncio.run(go())

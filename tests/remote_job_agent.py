@@ -89,10 +89,9 @@ async def main(argv: list[str]) -> None:
 
         if snapshot.exists():
             runner = LocalRunner.restore(snapshot, agent, crash_store, on_output=emit)
-            runner.resume()
         else:
             runner = LocalRunner(agent, crash_store, on_output=emit)
-        await runner.run(inputs(args.n), snapshot_path=snapshot, snapshot_every=1, pace=0.01)
+        await runner.run_source(inputs(args.n), snapshot_path=snapshot, snapshot_every=1, pace=0.01)
     runner.snapshot(args.state_dir / "final")
     store.close()
     print(json.dumps(runner.counts))

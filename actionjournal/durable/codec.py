@@ -66,6 +66,12 @@ class RecordCodec:
     def signed(self) -> bool:
         return self._key is not None
 
+    def same_key(self, other: RecordCodec) -> bool:
+        """Whether both sign with the same key (or both do not sign)."""
+        return hmac.compare_digest(self._key or b"", other._key or b"") and (
+            self.signed == other.signed
+        )
+
     def encode(self, record: JournalRecord) -> bytes:
         flags = FLAG_SIGNED if self._key is not None else 0
         header = MAGIC + bytes((FORMAT_VERSION, RECORD_TYPES[type(record)], flags))

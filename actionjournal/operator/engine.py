@@ -17,6 +17,7 @@ import msgspec
 from actionjournal.durable.config import JournalConfig
 from actionjournal.durable.errors import (
     CleanupBoundaryError,
+    ConfigurationError,
     DataLossError,
     MarkerMismatchError,
     RecoveryError,
@@ -59,6 +60,8 @@ class AgentEngine:
         self, agent: Agent, store: JournalStore, config: JournalConfig | None = None
     ) -> None:
         self.config = config or JournalConfig()
+        agent.actions()  # an agent without actions fails here, not inside its first run
+        use_configured_codec(store, self.config)
         self.store = store
         self.counts = JournalMetrics()  # this engine's own registry (docs/operations.md)
         values = self.config.value_codec()
@@ -269,6 +272,33 @@ class AgentEngine:
                     "run again. Restore that checkpoint or a newer one; to re-run instead, "
                     "restore with journal.upgrade='fresh' and a new journal.epoch"
                 )
+
+
+def use_configured_codec(store: Any, config: JournalConfig) -> None:
+    """Make ``store`` sign and verify records with ``journal.signing_key``.
+
+    However the store was opened (by the user, a store factory, a test), the engine
+    that runs on it decides the codec: a store with an unsigned codec gets the
+    configured one installed; a store that already signs must use the configured key.
+    Without a configured key the store is left as it is (one that signs is stricter).
+    """
+    wanted = config.record_codec()
+    if not wanted.signed:
+        return
+    current = getattr(store, "codec", None)
+    if current is None:
+        raise ConfigurationError(
+            f"journal.signing_key is set, but the store {type(store).__name__} has no `codec` "
+            "attribute, so its records would not be signed. Give the store a codec attribute "
+            "(a RecordCodec it encodes and decodes with), opened with config.record_codec()"
+        )
+    if not current.signed:
+        store.codec = wanted
+    elif not current.same_key(wanted):
+        raise ConfigurationError(
+            f"the store {type(store).__name__} was opened with a signing key other than "
+            "journal.signing_key; open it with config.record_codec(), or without a codec"
+        )
 
 
 def _where(marker: Marker) -> str:

@@ -3,22 +3,28 @@
 It does what a Flink job does for an agent operator, in one process: assigns
 per-key sequence numbers, runs keys concurrently and each key's runs in order,
 and takes snapshots of all keyed state (the local stand-in for a checkpoint).
-A snapshot also records how many inputs were consumed, like a source offset,
-so a restored runner is fed from the same point.
+A snapshot also records how many inputs were consumed, like a source offset:
+:meth:`LocalRunner.run_source` feeds a restored runner its source from that
+point, as a Flink source rewinds to its checkpointed offset, while
+:meth:`LocalRunner.run` always takes its inputs as new ones.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
 from actionjournal.durable.config import JournalConfig
-from actionjournal.durable.errors import CorruptRecordError, UnsupportedFormatError
+from actionjournal.durable.errors import (
+    ActionJournalError,
+    CorruptRecordError,
+    UnsupportedFormatError,
+)
 from actionjournal.durable.records import FORMAT_VERSION
 from actionjournal.durable.stats import JournalMetrics
 from actionjournal.operator.agent import Agent
@@ -48,6 +54,11 @@ class LocalRunner:
     Outputs are emitted when a run completes. After a restore, runs that finished
     after the snapshot emit again with the same event ids, as a Flink job without
     a transactional sink would: deduplicate by ``event.id`` downstream.
+
+    ``store`` may be opened without a codec: the runner signs and verifies records
+    with ``config``'s ``signing_key`` (see :func:`~actionjournal.operator.engine.
+    use_configured_codec`). A runner stops at the first failure of a run, as a Flink
+    task does: restore a snapshot to go on.
     """
 
     def __init__(
@@ -63,7 +74,7 @@ class LocalRunner:
         self.inputs_consumed = 0
         self.outputs: list[tuple[Any, Event]] = []
         self._active: dict[str, asyncio.Task[None]] = {}
-        self._failure: BaseException | None = None
+        self._failure: Exception | None = None
 
     @property
     def counts(self) -> dict[str, int]:
@@ -80,6 +91,7 @@ class LocalRunner:
 
     def submit(self, key: Any, value: Any) -> None:
         """Accept one input for ``key``; it runs after the key's earlier inputs."""
+        self._check_alive()
         key_id = self.engine.key_id(key)
         _, state = self.states.get(key_id, (key, KeyState()))
         self.states[key_id] = (key, self.engine.accept(state, value))
@@ -95,14 +107,55 @@ class LocalRunner:
 
     async def run(
         self,
-        inputs: Sequence[tuple[Any, Any]],
+        inputs: Iterable[tuple[Any, Any]],
         *,
         snapshot_path: str | Path | None = None,
         snapshot_every: int = 0,
         pace: float = 0.0,
     ) -> None:
-        """Feed ``inputs`` from where the last snapshot left off, snapshotting every N inputs."""
-        for key, value in inputs[self.inputs_consumed :]:
+        """Feed new ``(key, input)`` pairs and wait until every pending input has run.
+
+        Every input given is new, on every call and after a restore. Restored pending
+        runs start too. ``snapshot_every=n`` snapshots to ``snapshot_path`` every ``n``
+        inputs consumed; ``pace`` waits that many seconds between inputs.
+        """
+        pairs = _pairs(inputs, "run")
+        await self._feed(pairs, snapshot_path, snapshot_every, pace)
+
+    async def run_source(
+        self,
+        source: Iterable[tuple[Any, Any]],
+        *,
+        snapshot_path: str | Path | None = None,
+        snapshot_every: int = 0,
+        pace: float = 0.0,
+    ) -> None:
+        """Feed ``source``, the whole input stream from its first input, from this
+        runner's source position on, and wait until every pending input has run.
+
+        The position is ``inputs_consumed``: after :meth:`restore`, the snapshot's, so
+        the inputs consumed before the snapshot are skipped and the rest delivered
+        again, as a Flink source rewinds to its checkpointed offset.
+        """
+        pairs = _pairs(source, "run_source")
+        if len(pairs) < self.inputs_consumed:
+            raise ValueError(
+                f"run_source got {len(pairs)} inputs, but this runner's source position is "
+                f"{self.inputs_consumed} (inputs consumed before its snapshot): pass the whole "
+                "source from its first input, or feed new inputs with run()"
+            )
+        await self._feed(pairs[self.inputs_consumed :], snapshot_path, snapshot_every, pace)
+
+    async def _feed(
+        self,
+        pairs: list[tuple[Any, Any]],
+        snapshot_path: str | Path | None,
+        snapshot_every: int,
+        pace: float,
+    ) -> None:
+        self._check_alive()
+        self.resume()
+        for key, value in pairs:
             self.submit(key, value)
             if snapshot_path and snapshot_every and self.inputs_consumed % snapshot_every == 0:
                 self.snapshot(snapshot_path)
@@ -110,6 +163,13 @@ class LocalRunner:
             if self._failure is not None:
                 break
         await self.drain()
+
+    def _check_alive(self) -> None:
+        if self._failure is not None:
+            raise ActionJournalError(
+                f"this LocalRunner stopped after a failure ({self._failure!r}) and takes no "
+                "more input: restore a snapshot to go on"
+            ) from self._failure
 
     def _wake(self, key_id: str) -> None:
         if key_id not in self._active and self.states[key_id][1].pending:
@@ -128,9 +188,11 @@ class LocalRunner:
                     self.outputs.append((key, event))
                     if self.on_output is not None:
                         self.on_output(key, event)
-        except BaseException as exc:
-            self._failure = self._failure or exc
-            raise
+        except Exception as exc:  # kept, and raised once by drain(), not by this task
+            if self._failure is None:
+                self._failure = exc
+            elif exc is not self._failure:
+                self._failure.add_note(f"key {key!r} failed as well: {exc!r}")
         finally:
             del self._active[key_id]
 
@@ -161,7 +223,12 @@ class LocalRunner:
         config: JournalConfig | None = None,
         on_output: OutputSink | None = None,
     ) -> LocalRunner:
-        """A runner with the snapshot's keyed state; call :meth:`resume` inside an event loop."""
+        """A runner with the snapshot's keyed state and source position.
+
+        Feed it with :meth:`run_source` (the source again, from the snapshot's position)
+        or :meth:`run` (new inputs); both start the snapshot's pending runs, as does
+        :meth:`resume` (inside an event loop) for a runner fed with :meth:`submit`.
+        """
         runner = cls(agent, store, config, on_output)
         try:
             snap = msgspec.msgpack.decode(Path(path).read_bytes(), type=Snapshot)
@@ -180,3 +247,23 @@ class LocalRunner:
         """Start the runs that were pending when the snapshot was taken."""
         for key_id in self.states:
             self._wake(key_id)
+
+
+def _pairs(inputs: Any, method: str) -> list[tuple[Any, Any]]:
+    """``inputs`` as a list of (key, input) pairs; anything else is refused, saying so."""
+    shape = "a list of (key, input) pairs, e.g. [('alice', {'order': 1})]"
+    if isinstance(inputs, Mapping):
+        raise TypeError(
+            f"LocalRunner.{method} takes {shape}, not a {type(inputs).__name__}; for a mapping "
+            "of key to input pass list(inputs.items())"
+        )
+    if isinstance(inputs, (str, bytes)) or not isinstance(inputs, Iterable):
+        raise TypeError(f"LocalRunner.{method} takes {shape}, not {type(inputs).__name__}")
+    pairs = list(inputs)
+    for i, item in enumerate(pairs):
+        if not isinstance(item, (tuple, list)) or len(item) != 2:
+            raise TypeError(
+                f"LocalRunner.{method}: input #{i} is {item!r}, not a (key, input) pair; "
+                f"pass {shape}"
+            )
+    return [(key, value) for key, value in pairs]

@@ -37,6 +37,14 @@ class CrashingStore:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._store, name)
 
+    @property
+    def codec(self) -> Any:
+        return self._store.codec
+
+    @codec.setter
+    def codec(self, codec: Any) -> None:  # the engine installs the configured codec
+        self._store.codec = codec
+
     def append(self, record: JournalRecord) -> Marker:
         hit = self._hit(type(record).__name__)
         if hit == "before":

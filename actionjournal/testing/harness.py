@@ -744,8 +744,7 @@ class RestoreScenario:
         first_output, before = len(runner.outputs), dict(runner.counts)
 
         async def go() -> None:
-            runner.resume()
-            await runner.run(
+            await runner.run_source(
                 self.source,
                 snapshot_path=self.directory / "periodic-checkpoint",
                 snapshot_every=checkpoint_every,
@@ -949,8 +948,7 @@ async def _child_run(spec: _ChildSpec) -> dict[str, int]:
             runner = LocalRunner(agent, crashing, spec.config, on_output=emit)
         else:
             runner = LocalRunner.restore(spec.start, agent, crashing, spec.config, on_output=emit)
-            runner.resume()
-        await runner.run(
+        await runner.run_source(
             spec.source,
             snapshot_path=spec.checkpoint_path,
             snapshot_every=spec.checkpoint_every,

@@ -121,10 +121,9 @@ async def run_local(state: Path, agent: Agent, store: Any, n: int) -> dict[str, 
 
         if snapshot.exists():
             runner = LocalRunner.restore(snapshot, agent, store, on_output=emit)
-            runner.resume()
         else:
             runner = LocalRunner(agent, store, on_output=emit)
-        await runner.run(tickets(n), snapshot_path=snapshot, snapshot_every=2, pace=0.002)
+        await runner.run_source(tickets(n), snapshot_path=snapshot, snapshot_every=2, pace=0.002)
     runner.snapshot(state / "final")
     return runner.counts
 

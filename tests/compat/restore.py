@@ -87,8 +87,7 @@ def restore_local(golden: Path, work: Path) -> Restored:
 
         async def go() -> LocalRunner:
             runner = LocalRunner.restore(golden / "snapshot", CompatAgent(service.url), store)
-            runner.resume()
-            await runner.run(source)
+            await runner.run_source(source)
             return runner
 
         try:

@@ -440,7 +440,7 @@ def test_tablet_server_stopped_mid_run_fails_fast_then_recovers(fault_cluster, t
         async def restore() -> LocalRunner:
             restored = LocalRunner.restore(snapshot, Counted(service.url), restored_store)
             restored.resume()
-            await restored.run(inputs, snapshot_path=snapshot, snapshot_every=2)
+            await restored.run_source(inputs, snapshot_path=snapshot, snapshot_every=2)
             return restored
 
         restored = asyncio.run(restore())

@@ -72,8 +72,7 @@ def snapshot_after(tmp_path, store, inputs, pending=None):
 def restore_and_run(snap, store, inputs):
     async def go():
         runner = LocalRunner.restore(snap, Worker(), store)
-        runner.resume()
-        await runner.run(inputs)
+        await runner.run_source(inputs)
         return runner
 
     return asyncio.run(go())
@@ -82,7 +81,7 @@ def restore_and_run(snap, store, inputs):
 def test_restore_replays_runs_finished_after_the_snapshot(tmp_path):
     store = SqliteStore(tmp_path / "j.db")
     snap = snapshot_after(tmp_path, store, [("k", 1)])
-    asyncio.run(LocalRunner.restore(snap, Worker(), store).run([("k", 1), ("k", 2)]))
+    asyncio.run(LocalRunner.restore(snap, Worker(), store).run_source([("k", 1), ("k", 2)]))
     assert CALLS == [1, 2]
     runner = restore_and_run(snap, store, [("k", 1), ("k", 2)])
     assert CALLS == [1, 2] and runner.counts["actions_replayed"] == 1
@@ -105,7 +104,7 @@ def test_marker_of_another_epoch_is_refused(tmp_path):
 
     async def go():
         runner = LocalRunner.restore(snap, Worker(), store, JournalConfig(epoch=1))
-        await runner.run([("k", 1), ("k", 2)])
+        await runner.run_source([("k", 1), ("k", 2)])
 
     with pytest.raises(MarkerMismatchError, match="epoch 0"):
         asyncio.run(go())

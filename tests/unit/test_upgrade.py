@@ -152,8 +152,7 @@ def test_a_fully_replayed_run_moves_the_marker_into_the_new_journal(tmp_path):
             if restore
             else LocalRunner(Echo(), store, config)
         )
-        runner.resume()
-        await runner.run(inputs)
+        await runner.run_source(inputs)
         if save:
             runner.snapshot(save)
         return runner
