@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from actionjournal.operator.events import Event, event_type_of
+from actionjournal.operator.events import Event, InputEvent, OutputEvent, event_type_of
 from actionjournal.reconcilers.registry import NAME_ATTR
 
 _ACTION_ATTR = "__actionjournal_action__"
@@ -63,6 +63,11 @@ class Agent:
     """
 
     uid: ClassVar[str | None] = None
+    input_event_type: ClassVar[str] = InputEvent.TYPE
+    """The type of the event that starts a run, attributes ``{"input": value}``."""
+    output_event_type: ClassVar[str] = OutputEvent.TYPE
+    """Events of this type leave the run as outputs (``attributes["output"]``). A face
+    with other names for both (Flink Agents' ``_input_event``/``_output_event``) sets them."""
 
     @property
     def operator_uid(self) -> str:

@@ -8,6 +8,7 @@ from typing import Any
 from actionjournal.durable.calls import ActionCalls, CallOptions, Reconciler
 from actionjournal.durable.config import UnknownOutcomePolicy
 from actionjournal.durable.errors import ContextClosedError
+from actionjournal.durable.identity import event_id
 from actionjournal.operator.agent import Agent
 from actionjournal.operator.events import Event
 from actionjournal.operator.memory import Memory
@@ -55,12 +56,21 @@ class RunnerContext:
             self._check_open(what)
         return await call
 
-    def send_event(self, event: Event) -> None:
-        """Send an event; it is delivered when the action returns (replayed with its id)."""
+    def send_event(self, event: Event) -> str:
+        """Send an event; it is delivered when the action returns (replayed with its id).
+
+        Returns the event's id (also set on ``event``): it is known at once, so an action
+        can refer to an event it sent, e.g. to match the answer to a request.
+        """
         self._check_open("send_event")
         if not isinstance(event, Event):
             raise TypeError(f"send_event takes an Event, got {type(event).__name__}")
+        writer = self._calls.writer
+        event.id = event_id(
+            writer.operator_uid, writer.key_id, self._calls.action_id, len(self._sent)
+        )
         self._sent.append(event)
+        return event.id
 
     def durable_execute(
         self,

@@ -39,7 +39,7 @@ from actionjournal.durable.values import ValueCodec
 from actionjournal.durable.writer import RunWriter
 from actionjournal.operator.agent import ActionSpec, Agent
 from actionjournal.operator.context import RunnerContext
-from actionjournal.operator.events import Event, InputEvent
+from actionjournal.operator.events import Event
 from actionjournal.operator.memory import Memory, apply_op
 from actionjournal.stores.base import JournalStore
 
@@ -141,8 +141,11 @@ class Run:
     async def _execute_run(self) -> RunResult:
         values = self.env.values
         uid, kid = self.env.agent.operator_uid, self.writer.key_id
-        input_event = InputEvent(None, id=event_id(uid, kid, "input", self.seq))
-        input_event.attributes = {"input": values.decode(self.input_data)}
+        input_event = Event.rebuild(
+            self.env.agent.input_event_type,
+            {"input": values.decode(self.input_data)},
+            event_id(uid, kid, "input", self.seq),
+        )
         self._queue.append((input_event, values.encode(input_event.attributes)))
         tasks: set[asyncio.Task[list[tuple[Event, bytes]]]] = set()
         try:
@@ -171,7 +174,7 @@ class Run:
         return RunResult(self.outputs, self.short_term, marker)
 
     def _dispatch(self, event: Event, attributes: bytes) -> list[asyncio.Task[Any]]:
-        if event.type == "output":
+        if event.type == self.env.agent.output_event_type:
             self.outputs.append(event)
             return []
         tasks = []
@@ -272,7 +275,7 @@ class Run:
             data, attributes = self.env.values.roundtrip(
                 sent_event.attributes, f"attributes of event {sent_event.type!r} sent by {action}"
             )
-            eid = event_id(uid, kid, aid, index)
+            eid = event_id(uid, kid, aid, index)  # the id send_event returned
             out.append((Event.rebuild(sent_event.type, attributes, eid), data))
         return out
 

@@ -306,3 +306,40 @@ def test_sync_actions_of_a_run_do_not_lose_memory_updates():
     [(_, state)] = runner.states.values()
     assert runner.engine.env.values.decode(state.memory) == {"n": 4}
     assert len({e.output for _, e in runner.outputs}) == 4  # each saw the others' updates
+
+
+# -- what a face on the engine needs (issue 18): its own input/output type names, ids at once
+
+
+class Asker(Agent):
+    """Sends a request and remembers its id; the answer names the request it answers."""
+
+    uid = "asker"
+    input_event_type = "_input_event"
+    output_event_type = "_output_event"
+
+    @action("_input_event")
+    def ask(self, event, ctx):
+        request = Event("request", {"q": event.attributes["input"]})
+        sent_id = ctx.send_event(request)
+        assert sent_id == request.id
+        ctx.short_term_memory.set("asked", sent_id)
+
+    @action("request")
+    def answer(self, event, ctx):
+        ctx.send_event(Event("answer", {"to": event.id}))
+
+    @action("answer")
+    def done(self, event, ctx):
+        asked = ctx.short_term_memory.get("asked")
+        ctx.send_event(Event("_output_event", {"output": event.attributes["to"] == asked}))
+
+
+def test_an_agent_names_its_input_and_output_types_and_knows_a_sent_events_id():
+    store = MemoryStore()
+    runner = run(Asker(), store, [("k", "why?")])
+    ((_, out),) = runner.outputs
+    assert out.type == "_output_event" and out.attributes["output"] is True
+    replay = run(Asker(), store, [("k", "why?")])  # ids are the journaled ones after a replay
+    assert [e.attributes for _, e in replay.outputs] == [{"output": True}]
+    assert replay.counts["actions_replayed"] == 3
