@@ -18,6 +18,7 @@ from actionjournal.chat.models import (
     OllamaChat,
     OpenAIChat,
     StructuredOutputError,
+    ToolCall,
 )
 
 __all__ = [
@@ -34,6 +35,7 @@ __all__ = [
     "OllamaChat",
     "OpenAIChat",
     "StructuredOutputError",
+    "ToolCall",
     "chat",
     "chat_async",
     "chat_response_async",

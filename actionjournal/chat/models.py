@@ -6,13 +6,19 @@ durable call (:meth:`ChatModel.request`), so its response is journaled and repla
 recovery instead of asking the model again. Failures to get an answer (timeout,
 unreachable endpoint, HTTP error) are *not* journaled: a model request has no side
 effect, so the call is simply asked again when the action is retried.
+
+Tool calling: ``request(..., tools=[...])`` offers tools; the tools the model asks for come
+back in ``ChatResponse.tool_calls``, and their results go back as ``tool`` messages.
+Running the tools is the caller's business (the Flink Agents face runs each as a durable
+call).
 """
 
 from __future__ import annotations
 
+import json
 import threading
 import time
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -71,10 +77,22 @@ class ChatModelConfig(BaseModel):
     headers: dict[str, str] = Field(default_factory=dict)
 
 
+class ToolCall(BaseModel):
+    """A tool the model asks to be called: ``name(**arguments)``; ``id`` links the result
+    (a ``{"role": "tool", "tool_call_id": id, ...}`` message) to the request."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+
 class ChatResponse(BaseModel):
     """What a model answered; this is the journaled result of the durable call.
 
     ``call_id`` is the durable call's stable id, the same after a replay.
+    ``tool_calls``: the tools the model asks for instead of (or besides) answering.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -85,10 +103,22 @@ class ChatResponse(BaseModel):
     content: str
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    tool_calls: list[ToolCall] = []
 
 
-Message = dict[str, str]
+Message = dict[str, Any]
+"""``{"role", "content"}``; an assistant message may carry ``tool_calls`` (ToolCall dicts),
+a ``tool`` message the ``tool_call_id`` (and ``name``) of the call it answers."""
 Format = dict[str, Any]  # {"name": schema name, "schema": JSON schema}
+Tool = dict[str, Any]
+"""A tool the model may ask for: ``{"name", "description", "parameters": JSON schema}``."""
+
+
+class _Reply(NamedTuple):
+    content: str
+    model: str | None
+    tokens: tuple[int | None, int | None]
+    tool_calls: list[ToolCall]
 
 
 class ChatModel:
@@ -134,12 +164,17 @@ class ChatModel:
     # -- the durable call ---------------------------------------------------------------
 
     def request(
-        self, name: str, messages: list[Message], format: Format | None = None
+        self,
+        name: str,
+        messages: list[Message],
+        format: Format | None = None,
+        tools: list[Tool] | None = None,
     ) -> ChatResponse:
         """One non-streaming chat request. Runs as a durable call: see ``ctx.chat``.
 
         ``name`` is the agent's name for this model; it is an argument so that sending
         a request to another named model is a divergence, not a silent replay.
+        ``tools`` are offered to the model; what it asks for is in ``tool_calls``.
         """
         import httpx
 
@@ -149,6 +184,8 @@ class ChatModel:
         model = f"{self.protocol} {self.config.model}"
         where = f"chat model {name!r} ({model} at {url}, call {call_id or '-'})"
         body = self._body(messages, format)
+        if tools:
+            body["tools"] = [{"type": "function", "function": tool} for tool in tools]
         last = ""
         for attempt in range(self.config.retries + 1):
             if attempt:
@@ -177,8 +214,7 @@ class ChatModel:
                     f"{_hint(reply.status_code)}"
                 )
             try:
-                data = reply.json()
-                content, model, tokens = self._parse(data)
+                parsed = self._parse(reply.json(), call_id)
             except (ValueError, KeyError, IndexError, TypeError) as exc:
                 raise ChatResponseError(
                     f"{where} answered something that is not a {self.protocol} chat reply "
@@ -188,10 +224,11 @@ class ChatModel:
             return ChatResponse(
                 call_id=call_id,
                 name=name,
-                model=model or self.config.model,
-                content=content,
-                prompt_tokens=tokens[0],
-                completion_tokens=tokens[1],
+                model=parsed.model or self.config.model,
+                content=parsed.content,
+                prompt_tokens=parsed.tokens[0],
+                completion_tokens=parsed.tokens[1],
+                tool_calls=parsed.tool_calls,
             )
         if last.startswith("HTTP"):
             raise ChatResponseError(
@@ -213,8 +250,9 @@ class ChatModel:
     def _body(self, messages: list[Message], format: Format | None) -> dict[str, Any]:
         raise NotImplementedError
 
-    def _parse(self, data: Any) -> tuple[str, str | None, tuple[int | None, int | None]]:
-        """``(content, model, (prompt tokens, completion tokens))`` of a reply body."""
+    def _parse(self, data: Any, call_id: str) -> _Reply:
+        """What a reply body says; tool calls without an id get one derived from
+        ``call_id`` (the durable call's), so ids are unique and the same on a replay."""
         raise NotImplementedError
 
     def _http(self) -> httpx.Client:
@@ -240,20 +278,34 @@ class OllamaChat(ChatModel):
         return f"{_root(self.config.endpoint)}/api/chat"
 
     def _body(self, messages: list[Message], format: Format | None) -> dict[str, Any]:
-        body: dict[str, Any] = {"model": self.config.model, "messages": messages, "stream": False}
+        body: dict[str, Any] = {
+            "model": self.config.model,
+            "messages": [_ollama_message(m) for m in messages],
+            "stream": False,
+        }
         if format is not None:
             body["format"] = format["schema"]
         if self.config.options:
             body["options"] = self.config.options
         return body
 
-    def _parse(self, data: Any) -> tuple[str, str | None, tuple[int | None, int | None]]:
+    def _parse(self, data: Any, call_id: str) -> _Reply:
         if "error" in data:
             raise ValueError(f"error {data['error']!r}")
-        content = data["message"]["content"]
+        message = data["message"]
+        content = message.get("content") or ""
         if not isinstance(content, str):
             raise TypeError("message.content is not a string")
-        return content, data.get("model"), (data.get("prompt_eval_count"), data.get("eval_count"))
+        calls = [
+            ToolCall(
+                id=call.get("id") or f"{call_id or 'call'}-{i}",
+                name=call["function"]["name"],
+                arguments=_arguments(call["function"].get("arguments")),
+            )
+            for i, call in enumerate(message.get("tool_calls") or ())
+        ]
+        tokens = (data.get("prompt_eval_count"), data.get("eval_count"))
+        return _Reply(content, data.get("model"), tokens, calls)
 
 
 class OpenAIChat(ChatModel):
@@ -268,7 +320,7 @@ class OpenAIChat(ChatModel):
 
     def _body(self, messages: list[Message], format: Format | None) -> dict[str, Any]:
         body: dict[str, Any] = {**self.config.options, "model": self.config.model}
-        body["messages"] = messages
+        body["messages"] = [_openai_message(m) for m in messages]
         if format is not None:
             body["response_format"] = {
                 "type": "json_schema",
@@ -276,16 +328,59 @@ class OpenAIChat(ChatModel):
             }
         return body
 
-    def _parse(self, data: Any) -> tuple[str, str | None, tuple[int | None, int | None]]:
-        content = data["choices"][0]["message"]["content"]
+    def _parse(self, data: Any, call_id: str) -> _Reply:
+        message = data["choices"][0]["message"]
+        content = message.get("content") or ""
         if not isinstance(content, str):
             raise TypeError("choices[0].message.content is not a string")
+        calls = [
+            ToolCall(
+                id=call.get("id") or f"{call_id or 'call'}-{i}",
+                name=call["function"]["name"],
+                arguments=_arguments(call["function"].get("arguments")),
+            )
+            for i, call in enumerate(message.get("tool_calls") or ())
+        ]
         usage = data.get("usage") or {}
-        return (
-            content,
-            data.get("model"),
-            (usage.get("prompt_tokens"), usage.get("completion_tokens")),
-        )
+        tokens = (usage.get("prompt_tokens"), usage.get("completion_tokens"))
+        return _Reply(content, data.get("model"), tokens, calls)
+
+
+def _ollama_message(message: Message) -> dict[str, Any]:
+    out: dict[str, Any] = {"role": message["role"], "content": message["content"]}
+    if message.get("tool_calls"):
+        out["tool_calls"] = [
+            {"function": {"name": c["name"], "arguments": c["arguments"]}}
+            for c in message["tool_calls"]
+        ]
+    if message["role"] == "tool" and message.get("name"):
+        out["tool_name"] = message["name"]
+    return out
+
+
+def _openai_message(message: Message) -> dict[str, Any]:
+    out: dict[str, Any] = {"role": message["role"], "content": message["content"]}
+    if message.get("tool_calls"):
+        out["content"] = message["content"] or None
+        out["tool_calls"] = [
+            {
+                "id": c["id"],
+                "type": "function",
+                "function": {"name": c["name"], "arguments": json.dumps(c["arguments"])},
+            }
+            for c in message["tool_calls"]
+        ]
+    if message["role"] == "tool":
+        out["tool_call_id"] = message["tool_call_id"]
+    return out
+
+
+def _arguments(raw: Any) -> dict[str, Any]:
+    """Tool call arguments: a JSON object, given as one or as its text (OpenAI)."""
+    value = json.loads(raw) if isinstance(raw, str) else ({} if raw is None else raw)
+    if not isinstance(value, dict):
+        raise TypeError(f"tool call arguments are not a JSON object: {raw!r}")
+    return value
 
 
 def _root(endpoint: str) -> str:

@@ -12,6 +12,11 @@ is answered by the called server, not by our own bookkeeping.
 A structured request (Ollama ``format``, OpenAI ``response_format``) gets a JSON
 object generated from its JSON schema (enums, bounds and nested models respected),
 or, for models in ``invalid_json``, a truncated JSON text.
+
+Tool calling: a request that offers ``tools`` is answered with the tool calls its model's
+plan (``tool_calls``) lists for the round the conversation is in (the number of assistant
+messages with tool calls so far), then, once the plan is done, with a reply as above. As a
+real server, it refuses (400) a tool result that answers no tool call of the conversation.
 """
 
 from __future__ import annotations
@@ -36,7 +41,8 @@ class ModelRequest:
     model: str
     messages: list[dict[str, Any]]
     schema: dict[str, Any] | None
-    key: str  # digest of (model, messages, schema): equal requests have equal keys
+    key: str  # digest of (model, messages, schema, tools): equal requests have equal keys
+    tools: tuple[str, ...] = ()  # names of the tools offered
 
     @property
     def prompt(self) -> str:
@@ -49,6 +55,8 @@ class ModelServer(LocalService):
     ``latency``: seconds per request, one number or per model (``default`` for others).
     ``models``: when given, other models answer 404 as a real server does.
     ``invalid_json``: models whose structured replies are truncated JSON.
+    ``tool_calls``: per model (``default`` for others), the rounds of tool calls it asks
+    for when offered tools, each round a list of ``{"name": ..., "arguments": {...}}``.
     """
 
     def __init__(
@@ -57,10 +65,12 @@ class ModelServer(LocalService):
         *,
         models: set[str] | None = None,
         invalid_json: set[str] | None = None,
+        tool_calls: dict[str, list[list[dict[str, Any]]]] | None = None,
     ) -> None:
         self.latency = dict(latency) if isinstance(latency, dict) else {"default": latency}
         self.models = models
         self.invalid_json = set(invalid_json or ())
+        self.tool_calls = dict(tool_calls or {})
         self.requests: list[ModelRequest] = []
         """Every request received, in arrival order."""
         self.counts: Counter[str] = Counter()
@@ -118,11 +128,22 @@ class ModelServer(LocalService):
             return json.dumps(fake_instance(request.schema, request.key))[:12]
         return json.dumps(fake_instance(request.schema, request.key))
 
+    def tool_round(self, request: ModelRequest) -> list[dict[str, Any]] | None:
+        """The tool calls ``request`` is answered with, or None for a reply."""
+        plan = self.tool_calls.get(request.model, self.tool_calls.get("default"))
+        if not plan or not request.tools:
+            return None
+        done = sum(
+            1 for m in request.messages if m.get("role") == "assistant" and m.get("tool_calls")
+        )
+        return plan[done] if done < len(plan) else None
+
     def _receive(self, protocol: str, body: dict[str, Any]) -> ModelRequest:
         schema = _schema_of(protocol, body)
         model, messages = str(body.get("model", "")), list(body.get("messages") or [])
-        key = _digest(json.dumps([model, messages, schema], sort_keys=True))
-        request = ModelRequest(protocol, model, messages, schema, key)
+        tools = tuple(str((t.get("function") or {}).get("name")) for t in body.get("tools") or ())
+        key = _digest(json.dumps([model, messages, schema, tools], sort_keys=True))
+        request = ModelRequest(protocol, model, messages, schema, key, tools)
         with self._cond:
             self.requests.append(request)
             self.counts[key] += 1
@@ -135,13 +156,20 @@ class ModelServer(LocalService):
         with self._cond:
             while request.model in self._held:
                 self._cond.wait()
-        content = self.reply(request)
+        calls = self.tool_round(request)
+        content = "" if calls else self.reply(request)
         prompt_tokens, completion_tokens = len(request.prompt.split()), len(content.split())
         if request.protocol == "ollama":
+            message: dict[str, Any] = {"role": "assistant", "content": content}
+            if calls:
+                message["tool_calls"] = [
+                    {"function": {"name": c["name"], "arguments": c.get("arguments", {})}}
+                    for c in calls
+                ]
             return {
                 "model": request.model,
                 "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                "message": {"role": "assistant", "content": content},
+                "message": message,
                 "done": True,
                 "done_reason": "stop",
                 "total_duration": int(delay * 1e9),
@@ -156,8 +184,8 @@ class ModelServer(LocalService):
             "choices": [
                 {
                     "index": 0,
-                    "message": {"role": "assistant", "content": content},
-                    "finish_reason": "stop",
+                    "message": _openai_reply(request, content, calls),
+                    "finish_reason": "tool_calls" if calls else "stop",
                 }
             ],
             "usage": {
@@ -208,8 +236,18 @@ class ModelServer(LocalService):
                     return self._error(
                         protocol, 404, f'model "{model}" not found, try pulling it first'
                     )
+                refused = _tool_messages_refused(protocol, body)
+                if refused:
+                    return self._error(protocol, 400, refused)
                 with server.serving():
-                    self._reply(200, server._answer(server._receive(protocol, body)))
+                    request = server._receive(protocol, body)
+                    missing = {c["name"] for c in server.tool_round(request) or ()}
+                    missing -= set(request.tools)
+                    if missing:
+                        return self._error(
+                            protocol, 400, f"the tool plan asks for {sorted(missing)}, not offered"
+                        )
+                    self._reply(200, server._answer(request))
 
             def _error(self, protocol: str, status: int, message: str) -> None:
                 if protocol == "ollama":
@@ -219,6 +257,56 @@ class ModelServer(LocalService):
                 )
 
         return Handler
+
+
+def _openai_reply(
+    request: ModelRequest, content: str, calls: list[dict[str, Any]] | None
+) -> dict[str, Any]:
+    if not calls:
+        return {"role": "assistant", "content": content}
+    tool_calls = [
+        {
+            "id": f"call_{request.key[:8]}_{i}",
+            "type": "function",
+            "function": {"name": c["name"], "arguments": json.dumps(c.get("arguments", {}))},
+        }
+        for i, c in enumerate(calls)
+    ]
+    return {"role": "assistant", "content": None, "tool_calls": tool_calls}
+
+
+def _tool_messages_refused(protocol: str, body: dict[str, Any]) -> str | None:
+    """Why the conversation's tool messages are invalid, as a real server would say; or None.
+
+    OpenAI: a tool result needs the ``tool_call_id`` of an earlier assistant tool call.
+    Both: a tool call's arguments are a JSON object (OpenAI: its text); the model
+    asks only for tools offered.
+    """
+    asked: set[str] = set()
+    offered = {str((t.get("function") or {}).get("name")) for t in body.get("tools") or ()}
+    for i, message in enumerate(body["messages"]):
+        for call in message.get("tool_calls") or ():
+            function = call.get("function") or {}
+            arguments = function.get("arguments")
+            if protocol == "openai":
+                try:
+                    arguments = json.loads(arguments)
+                except (TypeError, ValueError):
+                    return f"messages[{i}]: tool call arguments must be a JSON text"
+                asked.add(str(call.get("id")))
+            if not isinstance(arguments, dict):
+                return f"messages[{i}]: tool call arguments must be a JSON object"
+            if offered and function.get("name") not in offered:
+                return f"messages[{i}]: tool {function.get('name')!r} was not offered"
+        if message.get("role") == "tool":
+            if not isinstance(message.get("content"), str):
+                return f"messages[{i}]: a tool message needs a str content"
+            if protocol == "openai" and message.get("tool_call_id") not in asked:
+                return (
+                    f"messages[{i}]: tool_call_id {message.get('tool_call_id')!r} answers no "
+                    "tool call of an earlier assistant message"
+                )
+    return None
 
 
 def _schema_of(protocol: str, body: dict[str, Any]) -> dict[str, Any] | None:

@@ -288,3 +288,40 @@ def test_a_changed_prompt_is_a_divergence_not_a_replay(tmp_path):
             run(Reworded(server.url), store, [("k", "tea")])
         assert isinstance(failed.value.__cause__, DivergenceError)
         assert server.count() == 1
+
+
+# -- tool calling (issue 18: what the Flink Agents face's tool actions need)
+
+ADD = {
+    "name": "add",
+    "description": "Adds two integers.",
+    "parameters": {
+        "type": "object",
+        "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+        "required": ["a", "b"],
+    },
+}
+
+
+@pytest.mark.parametrize("protocol", [OllamaChat, OpenAIChat])
+def test_a_model_asks_for_tools_and_answers_with_their_results(protocol):
+    plan = {"calc": [[{"name": "add", "arguments": {"a": 1, "b": 2}}]]}
+    with ModelServer(tool_calls=plan) as server:
+        model = protocol(endpoint=server.url, model="calc")
+        question = [{"role": "user", "content": "what is 1 + 2?"}]
+        first = model.request("calc", question, tools=[ADD])
+        ((call,),) = [first.tool_calls]
+        assert (call.name, call.arguments) == ("add", {"a": 1, "b": 2}) and call.id
+        result = {"role": "tool", "content": "3", "tool_call_id": call.id, "name": "add"}
+        asked = {"role": "assistant", "content": "", "tool_calls": [call.model_dump()]}
+        second = model.request("calc", [*question, asked, result], tools=[ADD])
+        assert second.tool_calls == [] and second.content.endswith("to: 3")
+        assert server.requests[0].tools == ("add",) and server.count() == 2
+
+
+def test_a_tool_result_that_answers_no_call_is_refused_as_a_real_server_does():
+    with ModelServer() as server:
+        model = OpenAIChat(endpoint=server.url, model="calc", retries=0)
+        stray = {"role": "tool", "content": "3", "tool_call_id": "call_nobody"}
+        with pytest.raises(ChatResponseError, match="HTTP 400.*answers no tool call"):
+            model.request("calc", [{"role": "user", "content": "hi"}, stray])
