@@ -32,7 +32,8 @@ from actionjournal.durable.records import (
 from actionjournal.operator.engine import KeyState
 from actionjournal.operator.local import KeySnapshot, Snapshot
 from actionjournal.stores import SqliteStore
-from actionjournal.tools.cleanup import load_snapshot, make_plan
+from actionjournal.stores.config import SqliteStoreConfig
+from actionjournal.tools.cleanup import CleanupPlan, load_snapshot, make_plan
 from benchmarks.common import entry
 
 KEYS = 10_000
@@ -88,7 +89,8 @@ def build(path: Path, keys: int = KEYS, runs: int = RUNS) -> tuple[Path, int]:
         KeySnapshot(b"", kid, KeyState(next_seq=DONE, marker=Marker(identity, 0, 0, markers[kid])))
         for kid in ids
     ]
-    snapshot.write_bytes(msgspec.msgpack.encode(Snapshot(1, keys * DONE, keys_state)))
+    snap = Snapshot(1, keys * DONE, keys_state, namespace="bench", operator_uid="agent")
+    snapshot.write_bytes(msgspec.msgpack.encode(snap))
     return snapshot, pos
 
 
@@ -103,11 +105,11 @@ def raw_read(path: Path) -> int:
     return n
 
 
-def plan_once(path: Path, snapshot: Path) -> dict:
+def plan_once(path: Path, snapshot: Path) -> CleanupPlan:
     store = SqliteStore(path)
     try:
-        state = load_snapshot(snapshot, store)
-        return make_plan(store, {"backend": "sqlite", "path": str(path)}, "bench", None, state)
+        state = load_snapshot(snapshot, store, "bench", "agent")
+        return make_plan(store, SqliteStoreConfig(path=str(path)), "bench", "agent", state)
     finally:
         store.close()
 
@@ -124,9 +126,9 @@ def bench_plan(ctx=None) -> dict:
             start = time.perf_counter()
             plan = plan_once(path, snapshot)
             ours.append(time.perf_counter() - start)
-        (partition,) = plan["partitions"]
+        (partition,) = plan.partitions
         # Up to the first key's marker (its RunCompleted of run DONE - 1): the rest stays.
-        assert partition["records_deleted"] == (DONE - 1) * KEYS * 4 + 3, partition
+        assert partition.records_deleted == (DONE - 1) * KEYS * 4 + 3, partition
     scale = 1_000_000 / total
     return entry("cleanup.plan.per_million", "s", min(ours) * scale, min(base) * scale, 10.0)
 

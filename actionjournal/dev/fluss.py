@@ -23,6 +23,7 @@ The bootstrap address clients use is the CoordinatorServer's.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import dataclasses
 import json
@@ -41,6 +42,7 @@ from actionjournal.dev.process import (
     clear_state,
     cmdline,
     dev_main,
+    dev_parser,
     free_port,
     java,
     log_contains,
@@ -56,6 +58,7 @@ __all__ = [
     "FlussClusterError",
     "fluss_jars",
     "main",
+    "parser",
     "running_cluster",
     "start",
     "status",
@@ -396,16 +399,23 @@ def stop(timeout: float = 30.0) -> ClusterInfo | None:
     return info
 
 
+_DESCRIPTION = (
+    f"Run a local Apache Fluss {FLUSS_VERSION} cluster (ZooKeeper, CoordinatorServer, one "
+    "TabletServer) for dev."
+)
+
+
+def parser() -> argparse.ArgumentParser:
+    return dev_parser("fluss", "cluster", _DESCRIPTION)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``actionjournal dev fluss start|stop|status``; returns a process exit code."""
     return dev_main(
         argv,
         service="fluss",
         what="cluster",
-        description=(
-            f"Run a local Apache Fluss {FLUSS_VERSION} cluster (ZooKeeper, CoordinatorServer, "
-            "one TabletServer) for dev."
-        ),
+        description=_DESCRIPTION,
         start=lambda workdir, port: start(workdir, port=port),
         stop=stop,
         status=status,

@@ -21,6 +21,7 @@ Two ways to use it:
 
 from __future__ import annotations
 
+import argparse
 import base64
 import contextlib
 import dataclasses
@@ -41,6 +42,7 @@ from actionjournal.dev.process import (
     clear_state,
     cmdline,
     dev_main,
+    dev_parser,
     free_port,
     java,
     log_contains,
@@ -56,6 +58,7 @@ __all__ = [
     "KafkaBroker",
     "kafka_jars",
     "main",
+    "parser",
     "running_broker",
     "start",
     "status",
@@ -371,13 +374,20 @@ def stop(timeout: float = 20.0) -> BrokerInfo | None:
     return info
 
 
+_DESCRIPTION = f"Run a single-node Apache Kafka {KAFKA_VERSION} broker (KRaft) for dev."
+
+
+def parser() -> argparse.ArgumentParser:
+    return dev_parser("kafka", "broker", _DESCRIPTION)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``actionjournal dev kafka start|stop|status``; returns a process exit code."""
     return dev_main(
         argv,
         service="kafka",
         what="broker",
-        description=f"Run a single-node Apache Kafka {KAFKA_VERSION} broker (KRaft) for dev.",
+        description=_DESCRIPTION,
         start=lambda workdir, port: start(workdir, port=port),
         stop=stop,
         status=status,

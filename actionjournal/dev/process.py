@@ -34,6 +34,7 @@ __all__ = [
     "clear_state",
     "cmdline",
     "dev_main",
+    "dev_parser",
     "free_port",
     "java",
     "log_contains",
@@ -286,6 +287,54 @@ class ServiceInfo(Protocol):
     def workdir(self) -> str: ...
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors in the tools' format: one ``error:`` line, exit code 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        print(f"error: {self.prog}: {message}", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def port_number(text: str) -> int:
+    """An argparse type: a TCP port, 1-65535."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 < port < 65536:
+        raise argparse.ArgumentTypeError(f"{text!r}: a port is between 1 and 65535")
+    return port
+
+
+def dev_parser(service: str, what: str, description: str) -> argparse.ArgumentParser:
+    """The parser of ``actionjournal dev <service>``."""
+    parser = _Parser(prog=f"actionjournal dev {service}", description=description)
+    sub = parser.add_subparsers(
+        dest="command", required=True, metavar="start|stop|status", parser_class=_Parser
+    )
+    p_start = sub.add_parser(
+        "start",
+        help=f"start the {what} (or find the running one) and print its bootstrap address",
+        description=f"Start the {what} detached; it runs until `actionjournal dev {service} "
+        "stop`. Its data persists in the work directory across stop and start.",
+    )
+    p_start.add_argument(
+        "--workdir",
+        help=f"config, data and log dir (default: <cache>/dev/{service}, where <cache> is "
+        "$ACTIONJOURNAL_CACHE or ~/.cache/actionjournal)",
+    )
+    p_start.add_argument(
+        "--port", type=port_number, help="client port (default: a free one, picked at start)"
+    )
+    sub.add_parser("stop", help=f"stop the {what}", description=f"Stop the {what}.")
+    sub.add_parser(
+        "status",
+        help="print the bootstrap address if running (exit 1 if not)",
+        description=f"Print the {what}'s bootstrap address if it runs; exit 1 if not.",
+    )
+    return parser
+
+
 def dev_main(
     argv: Sequence[str] | None,
     *,
@@ -301,20 +350,11 @@ def dev_main(
     ``what`` names the thing in messages ("broker", "cluster"); ``start`` takes the work
     directory and client port options.
     """
-    parser = argparse.ArgumentParser(prog=f"actionjournal dev {service}", description=description)
-    sub = parser.add_subparsers(dest="command", required=True)
-    p_start = sub.add_parser("start", help=f"start the {what} and print its bootstrap address")
-    p_start.add_argument("--workdir", help="config, data and log dir (default: in the cache)")
-    p_start.add_argument("--port", type=int, help="client port (default: a free one)")
-    sub.add_parser("stop", help=f"stop the {what}")
-    sub.add_parser("status", help="print the bootstrap address if running (exit 1 if not)")
-    args = parser.parse_args(argv)
-
+    args = dev_parser(service, what, description).parse_args(argv)
     try:
         if args.command == "start":
-            info = start(args.workdir, args.port)
+            info = _start(service, what, start, status, args.workdir, args.port)
             print(info.bootstrap)
-            print(f"pid {info.pid}, workdir {info.workdir}", file=sys.stderr)
         elif args.command == "stop":
             stopped = stop()
             print(f"stopped {what} pid {stopped.pid}" if stopped else f"no {what} running")
@@ -326,6 +366,48 @@ def dev_main(
             print(running.bootstrap)
             print(f"pid {running.pid}, workdir {running.workdir}", file=sys.stderr)
     except (DevProcessError, maven.MavenError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        first, *rest = str(exc).strip().splitlines() or [""]
+        print("\n".join([f"error: {first}", *(f"  {line}" for line in rest)]), file=sys.stderr)
         return 1
     return 0
+
+
+def _start(
+    service: str,
+    what: str,
+    start: Callable[[str | None, int | None], ServiceInfo],
+    status: Callable[[], ServiceInfo | None],
+    workdir: str | None,
+    port: int | None,
+) -> ServiceInfo:
+    """Start the service, saying so on stderr; a running one is reused only on its own port."""
+    running = status()
+    if running is not None:
+        if port is not None and not running.bootstrap.endswith(f":{port}"):
+            raise DevProcessError(
+                f"a dev {what} already runs at {running.bootstrap} (pid {running.pid}), not on "
+                f"port {port}: stop it first (`actionjournal dev {service} stop`), or leave out "
+                "--port"
+            )
+        print(f"{what} already running: pid {running.pid}, workdir {running.workdir}",
+              file=sys.stderr)  # fmt: skip
+        return running
+    if port is not None and port_open(port):
+        raise DevProcessError(
+            f"port {port} is already in use by another program: pick another --port, or leave "
+            "it out for a free one"
+        )
+    print(
+        f"starting the {what} (the first start downloads its jars with Maven, which can take "
+        "minutes)...",
+        file=sys.stderr,
+        flush=True,
+    )
+    began = time.monotonic()
+    info = start(workdir, port)
+    print(
+        f"{what} ready after {time.monotonic() - began:.0f} s: pid {info.pid}, workdir "
+        f"{info.workdir}",
+        file=sys.stderr,
+    )
+    return info

@@ -43,6 +43,10 @@ class Snapshot(msgspec.Struct):
     format_version: int
     inputs_consumed: int
     keys: list[KeySnapshot]
+    # Whose state this is, so cleanup plans for another job's journal are refused ("": a
+    # snapshot written before these fields existed).
+    namespace: str = ""
+    operator_uid: str = ""
 
 
 OutputSink = Callable[[Any, Event], None]
@@ -205,6 +209,8 @@ class LocalRunner:
             FORMAT_VERSION,
             self.inputs_consumed,
             [KeySnapshot(values.encode(k), kid, s) for kid, (k, s) in self.states.items()],
+            self.engine.config.namespace,
+            self.engine.agent.operator_uid,
         )
         path = Path(path)
         tmp = path.with_name(path.name + ".tmp")

@@ -48,19 +48,28 @@ class _Pending:
 
 
 class SqliteStore(MaintenanceStore):
-    def __init__(self, path: str | Path, codec: RecordCodec | None = None) -> None:
+    """``read_only=True`` (the inspect tools): an existing journal, never written to, and no
+    file created next to it (see :func:`_connect_read_only`)."""
+
+    def __init__(
+        self, path: str | Path, codec: RecordCodec | None = None, *, read_only: bool = False
+    ) -> None:
         self.path = Path(path)
         self.codec = codec or RecordCodec()
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=FULL")
-            self._db.execute("PRAGMA busy_timeout=10000")
-            self._db.executescript(_SCHEMA)
-            self._db.execute(
-                "INSERT OR IGNORE INTO meta (k, v) VALUES ('store_uid', ?)", (uuid.uuid4().hex,)
-            )
+            if read_only:
+                self._db = _connect_read_only(self.path)
+            else:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute("PRAGMA synchronous=FULL")
+                self._db.execute("PRAGMA busy_timeout=10000")
+                self._db.executescript(_SCHEMA)
+                self._db.execute(
+                    "INSERT OR IGNORE INTO meta (k, v) VALUES ('store_uid', ?)",
+                    (uuid.uuid4().hex,),
+                )
             (store_uid,) = self._db.execute("SELECT v FROM meta WHERE k = 'store_uid'").fetchone()
         except sqlite3.Error as exc:
             raise StoreError(
@@ -247,3 +256,20 @@ class SqliteStore(MaintenanceStore):
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+def _connect_read_only(path: Path) -> sqlite3.Connection:
+    """A connection that never writes. While the WAL's side files exist (a writer is running,
+    or crashed) a read-only connection uses them. Without them it would create ``-wal`` and
+    ``-shm`` and leave them behind, so the file is then read as immutable: no writer has it
+    open, and one starting during the read is not seen."""
+    side_files = Path(f"{path}-wal").exists() and Path(f"{path}-shm").exists()
+    mode = "ro" if side_files else "ro&immutable=1"
+    db = sqlite3.connect(
+        f"{path.resolve().as_uri()}?mode={mode}",
+        uri=True,
+        check_same_thread=False,
+        isolation_level=None,
+    )
+    db.execute("PRAGMA busy_timeout=10000")
+    return db

@@ -1,45 +1,159 @@
-"""The ``actionjournal`` command: demo, journal inspect, cleanup, dev services."""
+"""The ``actionjournal`` command: a table of subcommands, each a module's ``main(argv)``.
+
+Every subcommand runs under :func:`~actionjournal.tools.toolkit.run_tool`: whatever goes
+wrong is one ``error:`` line on stderr and an exit code, never a traceback.
+"""
 
 from __future__ import annotations
 
+import argparse
+import importlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from importlib import metadata
+from typing import Any, NamedTuple
 
-USAGE = """usage: actionjournal COMMAND ...
+from actionjournal.tools.toolkit import EXIT_OK, EXIT_USAGE, report, run_tool
 
-commands:
-  demo [--local]                run the crash-and-recover demo (a PyFlink job) on SQLite
-  journal inspect ...           runs, actions and calls of a key; a namespace summary
-  cleanup plan|apply ...        plan, then apply, a safe deletion of finished runs
-  dev kafka start|stop|status   a local Apache Kafka broker for development
-  dev fluss start|stop|status   a local Apache Fluss cluster for development
-"""
+
+class Command(NamedTuple):
+    module: str
+    main: str
+    parser: str | None  # builds its argparse parser (help texts are checked by the tests)
+    summary: str
+
+    def load(self, attribute: str) -> Callable[..., Any]:
+        function: Callable[..., Any] = getattr(importlib.import_module(self.module), attribute)
+        return function
+
+
+Node = Command | dict[str, "Node"]
+COMMANDS: dict[str, Node] = {
+    "demo": Command(
+        "actionjournal.tools.demo",
+        "main",
+        "parser",
+        "run the crash-and-recover demo (a PyFlink job, or --local) on SQLite",
+    ),
+    "journal": {
+        "inspect": Command(
+            "actionjournal.tools.journal.cli",
+            "inspect_main",
+            "inspect_parser",
+            "runs, actions and calls of a key; a summary of a namespace",
+        ),
+        "keys": Command(
+            "actionjournal.tools.journal.cli",
+            "keys_main",
+            "keys_parser",
+            "the keys of a namespace with their runs and last activity",
+        ),
+    },
+    "cleanup": {
+        "plan": Command(
+            "actionjournal.tools.cleanup.cli",
+            "plan_main",
+            "plan_parser",
+            "compute what may be deleted and write a plan file",
+        ),
+        "apply": Command(
+            "actionjournal.tools.cleanup.cli",
+            "apply_main",
+            "apply_parser",
+            "re-check the plan, journal its boundaries, then delete",
+        ),
+    },
+    "dev": {
+        "kafka": Command(
+            "actionjournal.dev.kafka",
+            "main",
+            "parser",
+            "a local Apache Kafka broker for development: start|stop|status",
+        ),
+        "fluss": Command(
+            "actionjournal.dev.fluss",
+            "main",
+            "parser",
+            "a local Apache Fluss cluster for development: start|stop|status",
+        ),
+    },
+}
+_HELP = ("-h", "--help", "help")
+
+
+def version() -> str:
+    try:
+        return metadata.version("actionjournal")
+    except metadata.PackageNotFoundError:  # pragma: no cover - running from a plain checkout
+        return "unknown (not installed)"
+
+
+def usage(path: Sequence[str] = ()) -> str:
+    """The usage of the whole command, or of a group (``journal``, ``cleanup``, ``dev``)."""
+    node: dict[str, Node] = COMMANDS
+    for name in path:
+        child = node[name]
+        assert isinstance(child, dict)
+        node = child
+    prefix = " ".join(["actionjournal", *path])
+    lines = [f"usage: {prefix} COMMAND ... [--help]", "", "commands:"]
+    for name, entry in node.items():
+        if isinstance(entry, Command):
+            lines.append(f"  {name:<22} {entry.summary}")
+        else:
+            for sub, command in entry.items():
+                assert isinstance(command, Command)
+                lines.append(f"  {name + ' ' + sub:<22} {command.summary}")
+    if not path:
+        lines += [
+            "",
+            "  help [COMMAND ...]     help of a command, e.g. `actionjournal help cleanup plan`",
+            "  --version              the installed version",
+        ]
+    return "\n".join(lines)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    if args[:1] == ["demo"]:
-        from actionjournal.tools import demo
+    if args[:1] in (["--version"], ["-V"]):
+        print(f"actionjournal {version()}")
+        return EXIT_OK
+    if args[:1] == ["help"] and len(args) > 1:
+        return main([*args[1:], "--help"])
+    path: list[str] = []
+    node: Node = COMMANDS
+    while isinstance(node, dict):
+        if len(path) == len(args) or args[len(path)] in _HELP:
+            asked = len(path) < len(args)
+            print(usage(path), file=sys.stdout if asked else sys.stderr)
+            return EXIT_OK if asked else EXIT_USAGE
+        name = args[len(path)]
+        if name not in node:
+            where = " ".join(["actionjournal", *path])
+            report(
+                f"{where}: unknown command {name!r}; commands: {', '.join(node)} "
+                f"(`{where} --help` says what each does)"
+            )
+            return EXIT_USAGE
+        path.append(name)
+        node = node[name]
+    return run_tool(node.load(node.main), args[len(path) :])
 
-        return demo.main(args[1:])
-    if args[:2] == ["journal", "inspect"]:
-        from actionjournal.tools import journal_inspect
 
-        return journal_inspect.main(args[2:])
-    if args[:1] == ["cleanup"]:
-        from actionjournal.tools import cleanup
+def parsers() -> dict[str, argparse.ArgumentParser]:
+    """Every command's parser, by command line (for the tests of help texts)."""
+    found: dict[str, argparse.ArgumentParser] = {}
 
-        return cleanup.main(args[1:])
-    if args[:2] == ["dev", "kafka"]:
-        from actionjournal.dev import kafka as dev_kafka
+    def walk(prefix: list[str], node: Node) -> None:
+        if isinstance(node, Command):
+            if node.parser is not None:
+                found[" ".join(prefix)] = node.load(node.parser)()
+            return
+        for name, child in node.items():
+            walk([*prefix, name], child)
 
-        return dev_kafka.main(args[2:])
-    if args[:2] == ["dev", "fluss"]:
-        from actionjournal.dev import fluss as dev_fluss
-
-        return dev_fluss.main(args[2:])
-    print(USAGE, file=sys.stderr if args and args[0] not in ("-h", "--help") else sys.stdout)
-    return 0 if args[:1] in (["-h"], ["--help"]) else 2
+    walk([], COMMANDS)
+    return found
 
 
 if __name__ == "__main__":

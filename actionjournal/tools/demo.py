@@ -40,8 +40,31 @@ from actionjournal import (
 from actionjournal.stores import SqliteStore
 from actionjournal.testing.crash import CrashingStore
 from actionjournal.testing.service import CountingService
+from actionjournal.tools.toolkit import (
+    ArgumentParser,
+    ToolError,
+    UsageError,
+    positive_int,
+    run_tool,
+)
 
 CRASH_AT = "before:CallFinished:10"
+MARKER = ".actionjournal-demo"
+# Everything the demo writes into its directory (both modes): all it ever deletes there.
+DEMO_FILES = (
+    "journal.db",
+    "journal.db-wal",
+    "journal.db-shm",
+    "journal.db-journal",
+    "checkpoints",
+    "outputs.jsonl",
+    "stats.jsonl",
+    "worker-killed",
+    "snapshot",
+    "snapshot.tmp",
+    "final",
+    "final.tmp",
+)
 
 
 def call_service(url: str, name: str, value: Any) -> dict[str, Any]:
@@ -142,6 +165,9 @@ def run_child(state: Path, url: str, n: int, crash_at: str | None) -> subprocess
 
 def local_demo(directory: Path, n: int, service: CountingService) -> tuple[dict, int] | None:
     """Kill a local-runner child process for real, restore its snapshot in a new one."""
+    print(
+        f"demo: running the agent in a child process, to be SIGKILLed at {CRASH_AT}...", flush=True
+    )
     first = run_child(directory, service.url, n, CRASH_AT)
     if first.returncode != -9:
         print(first.stderr, file=sys.stderr)
@@ -149,6 +175,7 @@ def local_demo(directory: Path, n: int, service: CountingService) -> tuple[dict,
         return None
     service.wait_idle()
     print(f"demo: process killed by SIGKILL at {CRASH_AT} after {service.executions()} calls")
+    print("demo: restoring the last snapshot in a new process...", flush=True)
     second = run_child(directory, service.url, n, None)
     if second.returncode != 0:
         print(second.stderr, file=sys.stderr)
@@ -169,6 +196,7 @@ def flink_demo(directory: Path, n: int, service: CountingService) -> tuple[dict,
     from actionjournal.testing.crash import CrashOnce
     from actionjournal.testing.flink import JsonLines, local_env, paced_source
 
+    print("demo: starting a local Flink cluster (a MiniCluster in a JVM)...", flush=True)
     env = local_env(directory / "checkpoints", checkpoint_interval_ms=500, restarts=2)
     stats = directory / "stats.jsonl"
     agents = AgentsExecutionEnvironment.get_execution_environment(
@@ -186,6 +214,11 @@ def flink_demo(directory: Path, n: int, service: CountingService) -> tuple[dict,
     )
     sink = JsonLines(directory / "outputs.jsonl")
     job.to_datastream().map(sink)
+    print(
+        f"demo: running the job: {n} tickets at 3 per second; its Python worker is SIGKILLed "
+        f"at {CRASH_AT} and Flink restores the last checkpoint...",
+        flush=True,
+    )
     env.execute("actionjournal-demo")
     outputs = sink.read()
     if not (directory / "worker-killed").exists():
@@ -203,23 +236,57 @@ def _user(ticket: dict[str, Any]) -> str:
     return ticket["user"]
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="actionjournal demo", description=__doc__)
-    p.add_argument("--inputs", type=int, default=12)
-    p.add_argument("--dir", type=Path, default=Path(".demo"))
+def parser() -> ArgumentParser:
+    p = ArgumentParser(prog="actionjournal demo", description=__doc__.split("\n\n")[0])
+    p.add_argument("--inputs", type=positive_int, default=12, help="tickets to triage")
+    p.add_argument(
+        "--dir",
+        type=Path,
+        default=Path(".demo"),
+        help="the demo's working directory: new, empty, or one an earlier demo made (only "
+        "what the demo made there is ever deleted)",
+    )
     p.add_argument("--local", action="store_true", help="use the local runner, not PyFlink")
     p.add_argument("--child", nargs=3, metavar=("STATE", "URL", "N"), help=argparse.SUPPRESS)
     p.add_argument("--crash-at", help=argparse.SUPPRESS)
-    args = p.parse_args(argv)
+    return p
+
+
+def prepare(directory: Path) -> None:
+    """Make ``directory`` the demo's: new or empty, or made by an earlier demo (then the
+    files that demo made are removed). Anything else is refused: it may be someone's."""
+    if directory.exists() and not directory.is_dir():
+        raise ToolError(f"--dir {directory} is a file, not a directory")
+    marker = directory / MARKER
+    if directory.is_dir() and any(directory.iterdir()) and not marker.exists():
+        raise ToolError(
+            f"--dir {directory} is not empty and was not made by the demo: give a new or empty "
+            "directory (the demo never deletes files it did not make)"
+        )
+    directory.mkdir(parents=True, exist_ok=True)
+    for name in DEMO_FILES:
+        path = directory / name
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink(missing_ok=True)
+    marker.write_text("made by `actionjournal demo`; it deletes only the files it made here\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
     if args.child:
         state, url, n = Path(args.child[0]), args.child[1], int(args.child[2])
         print(json.dumps(asyncio.run(child(state, url, n, args.crash_at))))
         return 0
-
-    shutil.rmtree(args.dir, ignore_errors=True)
-    args.dir.mkdir(parents=True)
+    if args.inputs < 1:
+        raise UsageError("--inputs: give at least 1 ticket")
+    prepare(args.dir)
     where = "the local runner" if args.local else "a PyFlink job"
-    print(f"demo: triaging {args.inputs} tickets in {where} on SQLite ({args.dir / 'journal.db'})")
+    print(
+        f"demo: triaging {args.inputs} tickets in {where} on SQLite ({args.dir / 'journal.db'})",
+        flush=True,
+    )
     with CountingService() as service:
         run = local_demo if args.local else flink_demo
         finished = run(args.dir, args.inputs, service)
@@ -247,4 +314,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_tool(main, sys.argv[1:]))

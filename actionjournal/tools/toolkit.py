@@ -1,6 +1,6 @@
-"""What the operator tools share: store options, key options, errors with exit codes, progress.
+"""What every operator command shares: errors and exit codes, argument parsing, times, output.
 
-Exit codes of every operator tool (``journal inspect``, ``cleanup plan``, ``cleanup apply``):
+Exit codes of every command:
 
 * 0: done.
 * 1: refused or failed with a clear message on stderr; for ``cleanup apply``, nothing was
@@ -8,28 +8,33 @@ Exit codes of every operator tool (``journal inspect``, ``cleanup plan``, ``clea
 * 2: usage: a missing or bad option.
 * 3: ``cleanup apply`` only: boundaries were journaled and some deletions failed part-way;
   running the same apply again finishes the job.
+* 130: interrupted (Ctrl-C). 141: stdout was closed early (``| head``): nothing is printed.
+
+An error is one line on stderr starting with ``error:``, never a traceback
+(``ACTIONJOURNAL_DEBUG=1`` adds the traceback of an unexpected one).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import math
 import os
 import sys
 import time
+import traceback
+from collections.abc import Callable, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-from actionjournal.durable.codec import RecordCodec
-from actionjournal.durable.identity import key_id as make_key_id
-from actionjournal.stores.base import ActionStateStore
+from actionjournal.durable.errors import ActionJournalError
 
 EXIT_OK = 0
 EXIT_REFUSED = 1
 EXIT_USAGE = 2
 EXIT_PARTIAL = 3
-
-BACKENDS = ("sqlite", "kafka")
+EXIT_INTERRUPTED = 130
+EXIT_PIPE = 141
 
 
 class ToolError(Exception):
@@ -45,43 +50,91 @@ class UsageError(ToolError):
         super().__init__(message, EXIT_USAGE)
 
 
+class _HelpFormatter(argparse.HelpFormatter):
+    """Every option's help ends with its default, when it has one worth saying."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        if (
+            action.option_strings
+            and "%(default)" not in text
+            and "default" not in text
+            and default not in (None, False, [], argparse.SUPPRESS)
+        ):
+            text += " (default: %(default)s)"
+        return text
+
+
 class ArgumentParser(argparse.ArgumentParser):
-    """argparse that raises :class:`UsageError` instead of exiting, so callers keep control."""
+    """argparse that raises :class:`UsageError` instead of printing usage and exiting."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _HelpFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> None:  # type: ignore[override]
         raise UsageError(f"{self.prog}: {message}")
 
 
-def add_store_args(parser: argparse.ArgumentParser, required: bool = True) -> None:
-    group = parser.add_argument_group("journal store")
-    group.add_argument(
-        "--store", required=required, metavar="BACKEND", help="sqlite or kafka (the job's store)"
-    )
-    group.add_argument("--path", help="sqlite: the journal file")
-    group.add_argument("--bootstrap", help="kafka: bootstrap servers host:port[,host:port]")
-    group.add_argument("--topic", help="kafka: the journal topic")
-    group.add_argument(
-        "--client-config",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="kafka: a librdkafka setting (SASL/SSL...); repeat for more",
-    )
-    group.add_argument(
-        "--signing-key-env",
-        metavar="VAR",
-        help="name of an environment variable holding journal.signing_key, if the job signs "
-        "its journal (records are then verified, and cleanup's boundary records signed)",
-    )
+def report(message: str, prefix: str = "error") -> None:
+    """``prefix: message`` on stderr; later lines (details such as a log tail) indented."""
+    ProgressBar.end_line()
+    first, *rest = str(message).strip().splitlines() or [""]
+    lines = [f"{prefix}: {first}", *(f"  {line}" for line in rest)]
+    print("\n".join(lines), file=sys.stderr, flush=True)
+
+
+def warn(message: str) -> None:
+    report(message, "warning")
+
+
+def run_tool(fn: Callable[[list[str]], int], argv: Sequence[str]) -> int:
+    """Run a command; whatever goes wrong becomes one ``error:`` line and an exit code."""
+    try:
+        code = fn(list(argv))
+        sys.stdout.flush()  # a closed pipe shows here, inside the handler
+        return code
+    except ToolError as exc:
+        report(str(exc))
+        return exc.code
+    except SystemExit as exc:  # argparse after --help, or a parser that exits by itself
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    except BrokenPipeError:
+        # The reader (``| head``) has gone: stop quietly, and keep Python's own flush at exit
+        # from failing on the same pipe.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_PIPE
+    except KeyboardInterrupt:
+        report("interrupted; nothing was left half done by the interruption itself")
+        return EXIT_INTERRUPTED
+    except ActionJournalError as exc:
+        report(str(exc))
+        return EXIT_REFUSED
+    except OSError as exc:
+        where = f" ({exc.filename})" if exc.filename else ""
+        report(f"{exc.strerror or exc}{where}")
+        return EXIT_REFUSED
+    except Exception as exc:
+        if os.environ.get("ACTIONJOURNAL_DEBUG"):
+            traceback.print_exc()
+        report(
+            f"unexpected {type(exc).__name__}: {exc} (a bug in actionjournal: please report it; "
+            "ACTIONJOURNAL_DEBUG=1 shows where it happened)"
+        )
+        return EXIT_REFUSED
+
+
+# -- options every command shares -------------------------------------------------------------
 
 
 def add_namespace_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--namespace", default="default", help="journal.namespace of the job (default: default)"
-    )
+    parser.add_argument("--namespace", default="default", help="journal.namespace of the job")
     parser.add_argument(
         "--operator-uid",
-        help="the agent operator's uid; may be left out when the namespace has only one",
+        help="the agent operator's uid; may be left out when the namespace has only one, or "
+        "with --snapshot (which names it)",
     )
 
 
@@ -94,124 +147,76 @@ def add_progress_args(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def store_location(args: argparse.Namespace) -> dict[str, Any] | None:
-    """The store the options name, validated; ``None`` when no ``--store`` was given."""
-    backend = args.store
-    if backend is None:
-        if args.path or args.bootstrap or args.topic:
-            raise UsageError("--path/--bootstrap/--topic need --store sqlite|kafka")
-        return None
-    if backend not in BACKENDS:
+# -- values of options -----------------------------------------------------------------------
+
+
+def seconds(text: str) -> float:
+    """An argparse type: a finite number of seconds, at least 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a number of seconds, at least 0")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: an integer, at least 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a whole number, at least 0")
+    return value
+
+
+LATEST_TIME = datetime(9999, 12, 31).timestamp()
+FUTURE_SLACK_S = 60.0
+
+
+def parse_time(text: str, option: str, now: float | None = None) -> float:
+    """Epoch seconds or ISO 8601 (without an offset: local time); refuses what names no time.
+
+    Times in the future are accepted with a warning: the caller decides what they mean.
+    """
+    value: float
+    try:
+        value = float(text)
+    except ValueError:
+        try:
+            value = datetime.fromisoformat(text).timestamp()
+        except (ValueError, OverflowError, OSError):
+            raise UsageError(
+                f"{option} {text!r}: give seconds since the epoch or an ISO 8601 time, "
+                "e.g. 2026-01-31T12:00:00+00:00"
+            ) from None
+    if not math.isfinite(value) or value < 0 or value > LATEST_TIME:
         raise UsageError(
-            f"unknown store {backend!r}: use --store sqlite --path FILE or "
-            "--store kafka --bootstrap HOST:PORT --topic TOPIC"
+            f"{option} {text!r} is not a time between 1970 and 9999: give seconds since the "
+            "epoch or an ISO 8601 time, e.g. 2026-01-31T12:00:00+00:00"
         )
-    if backend == "sqlite":
-        if not args.path:
-            raise UsageError("--store sqlite needs --path FILE (the journal file)")
-        if args.bootstrap or args.topic:
-            raise UsageError("--bootstrap/--topic are for --store kafka")
-        return {"backend": "sqlite", "path": str(Path(args.path).resolve())}
-    if not args.bootstrap or not args.topic:
-        raise UsageError("--store kafka needs --bootstrap HOST:PORT and --topic TOPIC")
-    if args.path:
-        raise UsageError("--path is for --store sqlite")
-    client_config: dict[str, str] = {}
-    for item in args.client_config:
-        name, sep, value = item.partition("=")
-        if not sep or not name:
-            raise UsageError(f"--client-config takes KEY=VALUE, not {item!r}")
-        client_config[name] = value
-    return {
-        "backend": "kafka",
-        "bootstrap": args.bootstrap,
-        "topic": args.topic,
-        "client_config": client_config,
-    }
+    now = time.time() if now is None else now
+    if value > now + FUTURE_SLACK_S:
+        warn(f"{option} {fmt_time(value)} is in the future (now: {fmt_time(now)})")
+    return value
 
 
-def record_codec(args: argparse.Namespace) -> RecordCodec:
-    var = getattr(args, "signing_key_env", None)
-    if not var:
-        return RecordCodec()
-    value = os.environ.get(var)
-    if not value:
-        raise UsageError(f"--signing-key-env {var}: the environment variable is not set")
-    return RecordCodec(value.encode())
+def check_output_file(path: str | Path, option: str = "--out") -> Path:
+    """Refuse an output file that cannot be written, before any long work starts."""
+    path = Path(path)
+    if path.is_dir():
+        raise UsageError(f"{option} {path} is a directory: give a file name")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise UsageError(f"{option} {path}: the directory {parent} does not exist")
+    if not os.access(parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise UsageError(f"{option} {path}: not writable")
+    return path
 
 
-def open_store(location: dict[str, Any], codec: RecordCodec) -> ActionStateStore:
-    """Open an existing journal; never creates one (a typo must not make a new journal)."""
-    from actionjournal.durable.errors import StoreError
-
-    if location["backend"] == "sqlite":
-        path = Path(location["path"])
-        if not path.is_file():
-            raise ToolError(f"no SQLite journal at {path}: the file does not exist")
-        import sqlite3
-
-        try:
-            with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
-                tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master")}
-        except sqlite3.Error as exc:
-            raise ToolError(f"{path} is not a readable SQLite file: {exc}") from None
-        if "journal" not in tables or "meta" not in tables:
-            raise ToolError(f"{path} is an SQLite file but not an actionjournal journal")
-        from actionjournal.stores.sqlite import SqliteStore
-
-        try:
-            return SqliteStore(path, codec)
-        except StoreError as exc:
-            raise ToolError(str(exc)) from None
-    try:
-        from actionjournal.stores.kafka import KafkaActionStateStore
-    except ImportError as exc:  # pragma: no cover - depends on the installation
-        raise ToolError(f"the Kafka store needs confluent-kafka: {exc}") from None
-    try:
-        return KafkaActionStateStore.open_existing(
-            location["bootstrap"],
-            location["topic"],
-            location.get("client_config") or {},
-            codec,
-            admin_timeout_s=float(os.environ.get("ACTIONJOURNAL_ADMIN_TIMEOUT_S", "30")),
-        )
-    except StoreError as exc:
-        raise ToolError(str(exc)) from None
-
-
-def describe_location(location: dict[str, Any]) -> str:
-    if location["backend"] == "sqlite":
-        return f"SQLite journal {location['path']}"
-    return f"Kafka topic {location['topic']!r} on {location['bootstrap']}"
-
-
-def add_key_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--key", help="the Flink key's value, e.g. user_1 (see --key-type)")
-    parser.add_argument(
-        "--key-type",
-        default="str",
-        choices=("str", "int", "json"),
-        help="how to read --key: key ids are digests of typed keys, so 1 and '1' differ",
-    )
-    parser.add_argument("--key-id", help="the key id (hex digest) instead of --key")
-
-
-def key_id_from_args(args: argparse.Namespace) -> str | None:
-    if args.key is not None and args.key_id is not None:
-        raise UsageError("give --key or --key-id, not both")
-    if args.key_id is not None:
-        return args.key_id
-    if args.key is None:
-        return None
-    raw = args.key
-    try:
-        value: Any = {"str": str, "int": int, "json": json.loads}[args.key_type](raw)
-    except ValueError as exc:
-        raise UsageError(f"--key {raw!r} is not a valid {args.key_type}: {exc}") from None
-    try:
-        return make_key_id(value)
-    except TypeError as exc:
-        raise UsageError(str(exc)) from None
+# -- output ----------------------------------------------------------------------------------
 
 
 class ProgressBar:
@@ -220,6 +225,8 @@ class ProgressBar:
     Draws only when enabled (by default when stderr is a terminal), at most 10 times a
     second, so scripts and logs are not flooded.
     """
+
+    _open: ProgressBar | None = None  # the bar whose line is not finished yet
 
     def __init__(self, label: str, enabled: bool | None = None, stream: TextIO | None = None):
         self.stream = stream or sys.stderr
@@ -239,21 +246,39 @@ class ProgressBar:
         width = 30
         filled = int(fraction * width)
         bar = "#" * filled + "." * (width - filled)
+        self._drawn = True  # before drawing: an interrupt while drawing still ends the line
+        ProgressBar._open = self
         self.stream.write(f"\r{self.label} [{bar}] {fraction:4.0%} {done}/{total}")
         self.stream.flush()
-        self._drawn = True
 
     def close(self) -> None:
         if self._drawn:
             self.stream.write("\n")
             self.stream.flush()
             self._drawn = False
+        if ProgressBar._open is self:
+            ProgressBar._open = None
+
+    @classmethod
+    def end_line(cls) -> None:
+        """Finish a bar's line (an error is about to be printed below it)."""
+        if cls._open is not None:
+            cls._open.close()
 
 
 def fmt_time(ts: float | None) -> str:
+    """ISO 8601 in local time with its UTC offset (what ``--before``/``--since`` accept)."""
     if ts is None:
         return "-"
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts)) + f".{int(ts % 1 * 1000):03d}"
+    try:
+        return datetime.fromtimestamp(ts).astimezone().isoformat(timespec="milliseconds")
+    except (ValueError, OverflowError, OSError):
+        return f"{ts!r} (not a time)"
+
+
+def fmt_span(low: int, high: int) -> str:
+    """A position range, half-open like everywhere in the tools: ``[low, high)``."""
+    return f"[{low}, {high})"
 
 
 def fmt_bytes(n: int) -> str:
@@ -263,12 +288,3 @@ def fmt_bytes(n: int) -> str:
             return f"{int(value)} B" if unit == "B" else f"{value:.1f} {unit}"
         value /= 1024
     return f"{n} B"  # pragma: no cover
-
-
-def run_tool(fn: Any, argv: list[str]) -> int:
-    """Run a tool's main; a ToolError becomes its message on stderr and its exit code."""
-    try:
-        return fn(argv)
-    except ToolError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return exc.code

@@ -126,7 +126,7 @@ def test_bad_input_on_kafka(kafka_store, kafka_bootstrap, topic, tmp_path, capsy
     code = cli(["cleanup", "apply", "--plan", str(out), *kafka_args(kafka_bootstrap, topic + "-b")])
     assert code == 1
     assert f"the plan is for Kafka topic {topic!r}" in capsys.readouterr().err
-    wrong = ["--snapshot", str(scenario.s), "--namespace", "nope", "--out", str(tmp_path / "x")]
+    wrong = ["--before", "0", "--namespace", "nope", "--out", str(tmp_path / "x")]
     assert cli(["cleanup", "plan", *kafka_args(kafka_bootstrap, topic), *wrong]) == 1
     assert "namespace 'nope' has no records" in capsys.readouterr().err
     assert cli(["journal", "inspect", *kafka_args(kafka_bootstrap, topic + "-missing")]) == 1
@@ -145,4 +145,16 @@ def test_inspect_on_kafka(kafka_store, kafka_bootstrap, topic, tmp_path, capsys)
     assert "run seq=0  finished" in tree and "'second:h0'" in tree
     assert cli([*args, "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert len(doc["partitions"]) == 4 and doc["totals"]["runs"] == len(sc.INPUTS)
+    assert doc["partitions_total"] == 4 and doc["totals"]["runs"] == len(sc.INPUTS)
+    used = {p["partition"] for p in doc["partitions"]}
+    assert used == {store.partition_of(key_id(k)) for k, _ in sc.INPUTS}
+    assert cli([*args, "--all-partitions", "--json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["partitions"]) == 4
+    # An empty partition gets a line only when asked for.
+    empty = next(iter(set(range(4)) - used), None)
+    assert cli(args) == 0
+    lines = capsys.readouterr().out.splitlines()
+    rows = [line.split()[0] for line in lines[3:] if "[" in line]
+    assert sorted(map(int, rows)) == sorted(used)
+    if empty is not None:
+        assert any("hold no records of the namespace" in line for line in lines)

@@ -27,6 +27,7 @@ from actionjournal.durable.records import (
 from actionjournal.durable.writer import RunWriter
 from actionjournal.stores import MemoryStore, SqliteStore
 from actionjournal.tools import cleanup
+from actionjournal.tools.cleanup import document
 from actionjournal.tools.cli import main as cli
 from actionjournal.tools.toolkit import ToolError
 from tests import cleanup_scenario as sc
@@ -199,7 +200,7 @@ def test_checkpoint_directory_is_judged_by_its_metadata_time(journal, tmp_path):
 @pytest.mark.parametrize(
     ("args", "code", "message"),
     [
-        (["--store", "postgres", "--path", "x"], 2, "unknown store 'postgres'"),
+        (["--store", "postgres", "--path", "x"], 2, "invalid choice: 'postgres'"),
         (["--store", "sqlite"], 2, "needs --path"),
         (["--store", "kafka", "--topic", "t"], 2, "needs --bootstrap"),
     ],
@@ -214,8 +215,12 @@ def test_bad_input_is_refused_with_clear_errors_and_nothing_deleted(journal, tmp
     before = rows(path)
     out = tmp_path / "plan.json"
     plan = ["cleanup", "plan", *sqlite_args(path), "--out", str(out)]
-    assert cli([*plan, "--snapshot", str(scenario.s), "--namespace", "nope"]) == 1
+    assert cli([*plan, "--before", "0", "--namespace", "nope"]) == 1
     assert "namespace 'nope' has no records" in capsys.readouterr().err
+    assert cli([*plan, "--snapshot", str(scenario.s), "--namespace", "nope"]) == 1
+    assert "is of namespace 'default', operator 'worker', not of namespace 'nope'" in (
+        capsys.readouterr().err
+    )
     assert cli([*plan, "--checkpoint", str(tmp_path / "missing")]) == 1
     assert "does not exist" in capsys.readouterr().err
     assert cli([*plan, "--snapshot", str(tmp_path / "missing")]) == 1
@@ -230,14 +235,15 @@ def test_bad_input_is_refused_with_clear_errors_and_nothing_deleted(journal, tmp
     SqliteStore(other).close()
     assert cli(["cleanup", "apply", "--plan", str(out), *sqlite_args(other)]) == 1
     assert "the plan is for SQLite journal" in capsys.readouterr().err
-    stale = json.loads(out.read_text())
-    stale["created_at"] -= 7200
-    (tmp_path / "stale.json").write_text(json.dumps(stale))
+    # Plans that were right when made (re-sealed: what time and a recreated journal do).
+    stale = cleanup.load(out)
+    stale.created_at -= 7200
+    (tmp_path / "stale.json").write_bytes(document.to_json(document.seal(stale)))
     assert cli(["cleanup", "apply", "--plan", str(tmp_path / "stale.json")]) == 1
     assert "older than --max-age" in capsys.readouterr().err
-    recreated = json.loads(out.read_text())
-    recreated["store"]["uid"] = "0" * 32
-    (tmp_path / "recreated.json").write_text(json.dumps(recreated))
+    recreated = cleanup.load(out)
+    recreated.store.uid = "0" * 32
+    (tmp_path / "recreated.json").write_bytes(document.to_json(document.seal(recreated)))
     assert cli(["cleanup", "apply", "--plan", str(tmp_path / "recreated.json")]) == 1
     assert "deleted and recreated" in capsys.readouterr().err
     (tmp_path / "junk.json").write_text("{}")

@@ -1,0 +1,220 @@
+"""``actionjournal cleanup plan`` and ``actionjournal cleanup apply``: options and output."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TextIO
+
+import msgspec
+
+from actionjournal.tools.cleanup.apply import apply_plan, check_location, check_plan
+from actionjournal.tools.cleanup.document import CleanupPlan, load, to_json
+from actionjournal.tools.cleanup.plan import make_plan
+from actionjournal.tools.cleanup.state import (
+    DEFAULT_MARGIN_S,
+    CheckpointState,
+    SnapshotState,
+    load_checkpoint,
+    load_snapshot,
+    time_state,
+)
+from actionjournal.tools.store_options import (
+    add_store_args,
+    config_from_location,
+    opened,
+    record_codec,
+    store_config,
+)
+from actionjournal.tools.toolkit import (
+    EXIT_OK,
+    ArgumentParser,
+    ToolError,
+    UsageError,
+    add_namespace_args,
+    add_progress_args,
+    check_output_file,
+    fmt_bytes,
+    fmt_span,
+    fmt_time,
+    parse_time,
+    seconds,
+)
+
+DEFAULT_MAX_AGE_S = 3600.0
+DEFAULT_PLAN_FILE = "actionjournal-cleanup-plan.json"
+
+
+def plan_parser() -> ArgumentParser:
+    p = ArgumentParser(
+        prog="actionjournal cleanup plan",
+        description="Compute what may be deleted from the journal and write a plan file.",
+    )
+    add_store_args(p)
+    add_namespace_args(p)
+    which = p.add_argument_group("the oldest state that may still be restored (exactly one)")
+    which.add_argument(
+        "--snapshot", help="a LocalRunner snapshot file (exact; names its namespace and operator)"
+    )
+    which.add_argument(
+        "--checkpoint",
+        help="a Flink checkpoint or savepoint directory, its _metadata, or a directory of "
+        "retained chk-N checkpoints (the oldest is used); judged by time, see --safety-margin",
+    )
+    which.add_argument(
+        "--before",
+        metavar="TIME",
+        help="when the oldest restorable state was taken: epoch seconds or ISO 8601",
+    )
+    p.add_argument(
+        "--safety-margin",
+        type=seconds,
+        default=DEFAULT_MARGIN_S,
+        metavar="SECONDS",
+        help="with --checkpoint/--before: runs must have completed this long before",
+    )
+    p.add_argument("--out", default=DEFAULT_PLAN_FILE, help="the plan file to write")
+    p.add_argument("--json", action="store_true", help="print the plan as JSON on stdout")
+    add_progress_args(p)
+    return p
+
+
+def plan_main(argv: list[str]) -> int:
+    args = plan_parser().parse_args(argv)
+    config = store_config(args)
+    assert config is not None
+    chosen = [x for x in (args.snapshot, args.checkpoint, args.before) if x is not None]
+    if len(chosen) != 1:
+        raise UsageError(
+            "say which state is the oldest that may be restored: exactly one of --snapshot, "
+            "--checkpoint, --before"
+        )
+    out = check_output_file(args.out)  # before the scan, which may take long
+    if args.checkpoint is not None:  # before opening anything: a typo fails fast
+        state = load_checkpoint(args.checkpoint, args.safety_margin)
+    elif args.before is not None:
+        state = time_state(parse_time(args.before, "--before"), args.safety_margin)
+    elif not Path(args.snapshot).is_file():
+        raise ToolError(f"snapshot {args.snapshot} does not exist")
+    with opened(config, record_codec(args)) as store:
+        operator_uid = args.operator_uid
+        if args.snapshot is not None:
+            state = load_snapshot(args.snapshot, store, args.namespace, operator_uid)
+            assert isinstance(state.info, SnapshotState)
+            operator_uid = state.info.operator_uid
+        plan = make_plan(store, config, args.namespace, operator_uid, state, args.progress)
+    data = to_json(plan)
+    out.write_bytes(data)
+    if args.json:
+        sys.stdout.write(data.decode())
+    else:
+        print_plan(plan)
+        print(f"plan written to {out}; apply it with: actionjournal cleanup apply --plan {out}")
+    return EXIT_OK
+
+
+def print_plan(plan: CleanupPlan, out: TextIO | None = None) -> None:
+    out = out or sys.stdout
+    store, state = plan.store, plan.state
+    print(
+        f"cleanup plan for namespace {plan.namespace!r}, operator {plan.operator_uid!r} in "
+        f"{store.backend} {store.name} (id {store.uid})",
+        file=out,
+    )
+    if isinstance(state, SnapshotState):
+        print(f"oldest restorable state: snapshot {state.path} ({state.keys} keys)", file=out)
+    else:
+        what = (
+            f"checkpoint {state.metadata}"
+            if isinstance(state, CheckpointState)
+            else f"taken at {fmt_time(state.taken_at)}"
+        )
+        print(
+            f"oldest restorable state: {what}; runs completed before {fmt_time(state.cutoff)} "
+            f"(safety margin {state.safety_margin_s:g} s) count as contained",
+            file=out,
+        )
+    print("positions are half-open ranges: [low, high) holds low .. high-1", file=out)
+    for entry in plan.partitions:
+        if entry.low >= entry.high and entry.delete_below is None:
+            continue
+        goes = (
+            f"deletes {entry.records_deleted} records ({fmt_bytes(entry.bytes_deleted)}, "
+            f"{entry.runs_deleted} runs)"
+            if entry.delete_below is not None
+            else "deletes nothing"
+        )
+        print(
+            f"  {entry.reason}; {goes}, keeps {entry.records_kept} "
+            f"(held {fmt_span(entry.low, entry.high)})",
+            file=out,
+        )
+    for bad in plan.unreadable:
+        print(
+            f"  unreadable record at partition {bad.partition} position {bad.position}: "
+            f"{bad.error}",
+            file=out,
+        )
+    totals = plan.totals
+    print(
+        f"total: {totals.records_deleted} records ({fmt_bytes(totals.bytes_deleted)}, "
+        f"{totals.runs_deleted} runs) may go; {totals.records_kept} stay",
+        file=out,
+    )
+    if plan.other_namespaces and store.shared_deletes:
+        print(
+            "  other namespaces share this topic and bound what may go: "
+            + ", ".join(f"{k} ({v} records)" for k, v in sorted(plan.other_namespaces.items())),
+            file=out,
+        )
+
+
+def apply_parser() -> ArgumentParser:
+    p = ArgumentParser(
+        prog="actionjournal cleanup apply",
+        description="Re-check the plan's boundaries, journal them, then delete below them. "
+        "The journal is reached at the plan's location unless --store ... is given.",
+    )
+    p.add_argument("--plan", required=True, help="a plan file from `actionjournal cleanup plan`")
+    add_store_args(p, required=False)
+    p.add_argument(
+        "--max-age",
+        type=seconds,
+        default=DEFAULT_MAX_AGE_S,
+        metavar="SECONDS",
+        help="refuse a plan older than this; 0: no limit",
+    )
+    p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
+    add_progress_args(p)
+    return p
+
+
+def apply_main(argv: list[str]) -> int:
+    args = apply_parser().parse_args(argv)
+    plan = load(args.plan)
+    given = store_config(args)
+    if given is None:
+        config = config_from_location(plan.location, args)
+    else:
+        check_location(plan, given)
+        config = given
+    with opened(config, record_codec(args), write=True) as store:
+        check_plan(plan, store, config, args.max_age)
+        result = apply_plan(plan, store, args.progress)
+    if args.json:
+        print(msgspec.json.format(msgspec.json.encode(result).decode(), indent=2))
+        return EXIT_OK
+    what = "offsets" if plan.store.backend == "kafka" else "records"
+    for p in result.applied:
+        n = result.deleted.get(p)
+        print(f"partition {p}: boundary journaled, {n if n is not None else '?'} {what} deleted")
+    for p in result.already_applied:
+        print(f"partition {p}: already applied")
+    for p in result.nothing_left:
+        print(
+            f"partition {p}: nothing of namespace {plan.namespace!r} left below the boundary "
+            "(applied before, or nothing to delete); no boundary journaled"
+        )
+    if not (result.applied or result.already_applied or result.nothing_left):
+        print("the plan deletes nothing")
+    return EXIT_OK

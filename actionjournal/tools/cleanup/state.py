@@ -1,0 +1,225 @@
+"""The oldest state that may still be restored, which cleanup must keep every record for.
+
+Three ways to name it: a LocalRunner snapshot (exact: every key's sequence numbers and
+recovery marker), a Flink checkpoint or savepoint (judged by when its metadata was
+written, docs/operations.md says why), or a time. The ``*State`` structs are what a plan
+records about it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import msgspec
+
+from actionjournal.operator.local import Snapshot
+from actionjournal.stores.base import MaintenanceStore
+from actionjournal.tools.toolkit import ToolError
+
+DEFAULT_MARGIN_S = 600.0
+FLINK_METADATA_MAGIC = 0x4960672D  # first 4 bytes of a Flink checkpoint/savepoint _metadata
+
+
+class SnapshotState(msgspec.Struct, tag="snapshot", tag_field="kind"):
+    """A LocalRunner snapshot file, identified by its content."""
+
+    path: str
+    sha256: str
+    namespace: str
+    operator_uid: str
+    keys: int
+    keys_with_marker: int
+    inputs_consumed: int
+    modified_at: float
+
+
+class CheckpointState(msgspec.Struct, tag="checkpoint", tag_field="kind"):
+    """A Flink checkpoint or savepoint: runs completed ``safety_margin_s`` before its
+    metadata was written count as contained."""
+
+    path: str
+    metadata: str
+    candidates: list[str]
+    metadata_written_at: float
+    safety_margin_s: float
+    cutoff: float
+
+
+class TimeState(msgspec.Struct, tag="time", tag_field="kind"):
+    """A state taken at ``taken_at``: runs completed before ``cutoff`` count as contained."""
+
+    taken_at: float
+    safety_margin_s: float
+    cutoff: float
+
+
+StateInfo = SnapshotState | CheckpointState | TimeState
+
+
+@dataclass(frozen=True)
+class KeyNeeds:
+    """What restoring the state needs of one key: its runs from ``min_seq`` on."""
+
+    min_seq: int
+    next_seq: int
+    pending: tuple[int, ...]
+    marker_partition: int | None  # None: no marker in this store
+    marker_position: int | None
+
+
+@dataclass
+class RestorableState:
+    """The state as the planner uses it: exact per-key needs, or a time cutoff."""
+
+    info: StateInfo
+    keys: dict[str, KeyNeeds] | None = None
+
+    @property
+    def cutoff(self) -> float | None:
+        return None if isinstance(self.info, SnapshotState) else self.info.cutoff
+
+
+def load_snapshot(
+    path: str | Path,
+    store: MaintenanceStore,
+    namespace: str | None = None,
+    operator_uid: str | None = None,
+    sha256: str | None = None,
+) -> RestorableState:
+    """A LocalRunner snapshot of ``namespace``/``operator_uid`` (when given) for ``store``.
+
+    ``sha256``: the content the snapshot must still have (``apply`` re-reading a plan's).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ToolError(f"snapshot {path} does not exist")
+    data = path.read_bytes()
+    digest = hashlib.sha256(data).hexdigest()
+    if sha256 is not None and digest != sha256:
+        raise ToolError(
+            f"snapshot {path} changed since the plan was made (sha256 {digest[:12]}…, the plan "
+            f"says {sha256[:12]}…): plan again against the snapshot you may restore"
+        )
+    try:
+        snap = msgspec.msgpack.decode(data, type=Snapshot)
+    except msgspec.DecodeError as exc:
+        raise ToolError(f"{path} is not a LocalRunner snapshot: {exc}") from None
+    if not snap.namespace:
+        raise ToolError(
+            f"snapshot {path} does not say which namespace and operator it belongs to (written "
+            "by an older release): take a new snapshot, or plan with --before"
+        )
+    whose = f"namespace {snap.namespace!r}, operator {snap.operator_uid!r}"
+    if namespace is not None and snap.namespace != namespace:
+        raise ToolError(
+            f"snapshot {path} is of {whose}, not of namespace {namespace!r}: pass the snapshot "
+            "of the job whose records you clean up (or --namespace to match it)"
+        )
+    if operator_uid is not None and snap.operator_uid != operator_uid:
+        raise ToolError(
+            f"snapshot {path} is of {whose}, not of operator {operator_uid!r}: its keys say "
+            "nothing about that operator's records"
+        )
+    ours = store.identity
+    keys: dict[str, KeyNeeds] = {}
+    foreign_markers: set[str] = set()
+    for k in snap.keys:
+        state = k.state
+        pending = tuple(p.seq for p in state.pending)
+        marker = state.marker
+        partition = position = None
+        if marker is not None:
+            theirs = marker.store
+            if (theirs.backend, theirs.name, theirs.uid) == (ours.backend, ours.name, ours.uid):
+                partition, position = marker.partition, marker.position
+            else:
+                foreign_markers.add(f"{theirs.backend} {theirs.name} ({theirs.uid})")
+        keys[k.key_id] = KeyNeeds(
+            min_seq=pending[0] if pending else state.next_seq,
+            next_seq=state.next_seq,
+            pending=pending,
+            marker_partition=partition,
+            marker_position=position,
+        )
+    with_marker = sum(1 for k in keys.values() if k.marker_position is not None)
+    if foreign_markers and not with_marker:
+        raise ToolError(
+            f"snapshot {path} was taken with another journal ({', '.join(sorted(foreign_markers))}"
+            f"), not {ours.backend} {ours.name} ({ours.uid}): plan against the journal its job "
+            "uses"
+        )
+    info = SnapshotState(
+        path=str(path.resolve()),
+        sha256=digest,
+        namespace=snap.namespace,
+        operator_uid=snap.operator_uid,
+        keys=len(keys),
+        keys_with_marker=with_marker,
+        inputs_consumed=snap.inputs_consumed,
+        modified_at=path.stat().st_mtime,
+    )
+    return RestorableState(info, keys)
+
+
+def find_checkpoint_metadata(path: str | Path) -> tuple[Path, list[str]]:
+    """The ``_metadata`` of a checkpoint/savepoint path; in a directory of retained
+    checkpoints (``chk-N``), the oldest one. Returns it and the candidates seen."""
+    path = Path(path)
+    if not path.exists():
+        raise ToolError(f"checkpoint path {path} does not exist")
+    if path.is_file():
+        if path.name != "_metadata":
+            raise ToolError(f"{path} is a file but not a Flink checkpoint's _metadata")
+        return path, [str(path)]
+    if (path / "_metadata").is_file():
+        return path / "_metadata", [str(path / "_metadata")]
+    found = [*path.glob("chk-*/_metadata"), *path.glob("*/chk-*/_metadata")]
+    if not found:
+        raise ToolError(
+            f"no Flink checkpoint under {path}: expected a _metadata file, a checkpoint or "
+            "savepoint directory holding one, or a directory of chk-N checkpoints"
+        )
+
+    def number(p: Path) -> int:
+        match = re.match(r"chk-(\d+)$", p.parent.name)
+        return int(match.group(1)) if match else 0
+
+    found.sort(key=lambda p: (number(p), p.stat().st_mtime))
+    return found[0], [str(p) for p in found]
+
+
+def load_checkpoint(path: str | Path, margin_s: float) -> RestorableState:
+    """A Flink checkpoint or savepoint, judged by when its metadata was written.
+
+    Our keyed state cannot be read from Python today (docs/operations.md says why), so a
+    checkpoint stands for a time: runs whose ``RunCompleted`` was journaled more than
+    ``margin_s`` before its ``_metadata`` was written count as contained in it.
+    """
+    metadata, candidates = find_checkpoint_metadata(path)
+    head = metadata.read_bytes()[:4]
+    if len(head) < 4 or int.from_bytes(head, "big") != FLINK_METADATA_MAGIC:
+        raise ToolError(f"{metadata} is not a Flink checkpoint metadata file (bad magic number)")
+    written = metadata.stat().st_mtime
+    info = CheckpointState(
+        path=str(Path(path).resolve()),
+        metadata=str(metadata.resolve()),
+        candidates=candidates,
+        metadata_written_at=written,
+        safety_margin_s=margin_s,
+        cutoff=written - margin_s,
+    )
+    return RestorableState(info)
+
+
+def time_state(moment: float, margin_s: float) -> RestorableState:
+    return RestorableState(TimeState(moment, margin_s, moment - margin_s))
+
+
+def reload(info: StateInfo, store: MaintenanceStore) -> RestorableState:
+    """The state a plan was made for, as ``apply`` re-checks against it."""
+    if isinstance(info, SnapshotState):
+        return load_snapshot(info.path, store, info.namespace, info.operator_uid, info.sha256)
+    return RestorableState(info)

@@ -1,0 +1,269 @@
+"""Which journal a command reads: ``--store ...`` options become the job's own store config.
+
+The tools name a store the way a job does (:mod:`actionjournal.stores.config`), so a plan
+records its location as that config's dump and ``apply`` reopens exactly that. A tool never
+creates a journal: a mistyped path, topic or table is an error, not a new empty journal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pydantic
+
+from actionjournal.durable.codec import RecordCodec
+from actionjournal.durable.errors import StoreError
+from actionjournal.stores.base import MaintenanceStore
+from actionjournal.stores.config import SqliteStoreConfig
+from actionjournal.stores.fluss.config import FlussStoreConfig
+from actionjournal.stores.kafka.config import KafkaStoreConfig
+from actionjournal.tools.toolkit import ToolError, UsageError, seconds
+
+ToolStoreConfig = SqliteStoreConfig | KafkaStoreConfig | FlussStoreConfig
+BACKENDS = ("sqlite", "kafka", "fluss")
+DEFAULT_TIMEOUT_S = 30.0
+_LOCATION = pydantic.TypeAdapter(ToolStoreConfig)
+# The option that sets each config field, for error messages.
+_OPTIONS = {
+    "path": "--path",
+    "bootstrap_servers": "--bootstrap",
+    "topic": "--topic",
+    "database": "--database",
+    "table": "--table",
+    "client_config": "--client-config",
+    "admin_timeout_s": "--timeout",
+    "request_timeout_s": "--timeout",
+}
+_USE = (
+    "use --store sqlite --path FILE, --store kafka --bootstrap HOST:PORT --topic TOPIC, or "
+    "--store fluss --bootstrap HOST:PORT --table TABLE [--database DB]"
+)
+
+
+def add_store_args(parser: argparse.ArgumentParser, required: bool = True) -> None:
+    group = parser.add_argument_group("journal store (the job's store settings)")
+    group.add_argument(
+        "--store", required=required, choices=BACKENDS, help="the backend the job journals to"
+    )
+    group.add_argument("--path", help="sqlite: the journal file")
+    group.add_argument("--bootstrap", help="kafka, fluss: bootstrap servers host:port[,...]")
+    group.add_argument("--topic", help="kafka: the journal topic")
+    group.add_argument("--database", help="fluss: the journal's database (default: actionjournal)")
+    group.add_argument("--table", help="fluss: the journal table")
+    group.add_argument(
+        "--client-config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="kafka, fluss: a client setting (SASL/SSL...); repeat for more; never written to "
+        "a plan (default: none)",
+    )
+    group.add_argument(
+        "--timeout",
+        type=seconds,
+        default=DEFAULT_TIMEOUT_S,
+        metavar="SECONDS",
+        help="kafka, fluss: how long to wait for the cluster before giving up",
+    )
+    group.add_argument(
+        "--signing-key-env",
+        metavar="VAR",
+        help="name of an environment variable holding journal.signing_key, if the job signs "
+        "its journal (records are then verified, and cleanup's boundary records signed)",
+    )
+
+
+def _client_settings(args: argparse.Namespace) -> dict[str, str]:
+    settings: dict[str, str] = {}
+    for item in args.client_config:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise UsageError(f"--client-config takes KEY=VALUE, not {item!r}")
+        settings[name] = value
+    return settings
+
+
+def _build(kind: type[ToolStoreConfig], **fields: Any) -> ToolStoreConfig:
+    """The config, or a usage error naming the option that is wrong (never its value: secrets)."""
+    try:
+        return kind(**fields)
+    except pydantic.ValidationError as exc:
+        error = exc.errors()[0]
+        field = str(error["loc"][0]) if error["loc"] else ""
+        message = str(error["msg"]).removeprefix("Value error, ")
+        raise UsageError(f"{_OPTIONS.get(field, field)}: {message}") from None
+
+
+def store_config(args: argparse.Namespace) -> ToolStoreConfig | None:
+    """The store the options name; ``None`` when no ``--store`` was given."""
+    backend = args.store
+    given = {
+        "--path": args.path,
+        "--bootstrap": args.bootstrap,
+        "--topic": args.topic,
+        "--database": args.database,
+        "--table": args.table,
+    }
+    if backend is None:
+        named = [option for option, value in given.items() if value is not None]
+        if named:
+            raise UsageError(f"{', '.join(named)} need --store: {_USE}")
+        return None
+    wanted = {
+        "sqlite": ("--path",),
+        "kafka": ("--bootstrap", "--topic"),
+        "fluss": ("--bootstrap", "--table", "--database"),
+    }[backend]
+    foreign = [o for o, value in given.items() if value is not None and o not in wanted]
+    if foreign:
+        raise UsageError(f"{', '.join(foreign)} not for --store {backend}: {_USE}")
+    if backend == "sqlite":
+        if not args.path:
+            raise UsageError("--store sqlite needs --path FILE (the journal file)")
+        if args.client_config:
+            raise UsageError("--client-config is for --store kafka or fluss")
+        return _build(SqliteStoreConfig, path=str(Path(args.path).resolve()))
+    if not args.bootstrap:
+        raise UsageError(f"--store {backend} needs --bootstrap HOST:PORT")
+    if backend == "kafka":
+        if not args.topic:
+            raise UsageError("--store kafka needs --topic TOPIC (the journal topic)")
+        return _build(
+            KafkaStoreConfig,
+            bootstrap_servers=args.bootstrap,
+            topic=args.topic,
+            create_topic=False,
+            client_config=_client_settings(args),
+            admin_timeout_s=args.timeout,
+            recovery_cache_bytes=0,
+        )
+    if not args.table:
+        raise UsageError("--store fluss needs --table TABLE (the journal table)")
+    return _build(
+        FlussStoreConfig,
+        bootstrap_servers=args.bootstrap,
+        table=args.table,
+        **({"database": args.database} if args.database else {}),
+        create_table=False,
+        client_config=_client_settings(args),
+        request_timeout_s=args.timeout,
+        recovery_cache_bytes=0,
+    )
+
+
+def location(config: ToolStoreConfig) -> dict[str, Any]:
+    """What a plan records to reach the store again: the config without client settings."""
+    return config.model_dump(mode="json", exclude={"client_config"})
+
+
+def config_from_location(
+    data: Any, args: argparse.Namespace | None = None, where: str = "the plan"
+) -> ToolStoreConfig:
+    """A recorded location as a config again, with this command's client settings."""
+    try:
+        config = _LOCATION.validate_python(data)
+    except pydantic.ValidationError as exc:
+        error = exc.errors()[0]
+        place = ".".join(str(part) for part in error["loc"])
+        raise ToolError(
+            f"{where} names no usable store location ({place}: {error['msg']})"
+        ) from None
+    if args is not None and args.client_config:
+        if isinstance(config, SqliteStoreConfig):
+            raise UsageError("--client-config is for --store kafka or fluss")
+        config = _build(type(config), **{**dict(config), "client_config": _client_settings(args)})
+    return config
+
+
+def describe(config: ToolStoreConfig) -> str:
+    if isinstance(config, SqliteStoreConfig):
+        return f"SQLite journal {config.path}"
+    if isinstance(config, KafkaStoreConfig):
+        return f"Kafka topic {config.topic!r} on {config.bootstrap_servers}"
+    return f"Fluss table {config.database}.{config.table} on {config.bootstrap_servers}"
+
+
+def record_codec(args: argparse.Namespace) -> RecordCodec:
+    var = getattr(args, "signing_key_env", None)
+    if not var:
+        return RecordCodec()
+    value = os.environ.get(var)
+    if not value:
+        raise UsageError(f"--signing-key-env {var}: the environment variable is not set")
+    return RecordCodec(value.encode())
+
+
+@contextlib.contextmanager
+def opened(
+    config: ToolStoreConfig, codec: RecordCodec, *, write: bool = False
+) -> Iterator[MaintenanceStore]:
+    """:func:`open_journal` for a ``with`` block: closed after it, and a damaged SQLite file
+    met while reading is an error naming the file."""
+    store = open_journal(config, codec, write=write)
+    try:
+        yield store
+    except sqlite3.DatabaseError as exc:
+        raise ToolError(
+            f"{describe(config)} cannot be read: {exc}; check the file with `sqlite3 FILE "
+            "'PRAGMA integrity_check'`"
+        ) from None
+    finally:
+        store.close()
+
+
+def open_journal(
+    config: ToolStoreConfig, codec: RecordCodec, *, write: bool = False
+) -> MaintenanceStore:
+    """Open an existing journal for the tools; never creates one. Only ``write=True``
+    (``cleanup apply``) may change it."""
+    try:
+        if isinstance(config, SqliteStoreConfig):
+            return _open_sqlite(Path(config.path), codec, write)
+        if isinstance(config, KafkaStoreConfig):
+            return _open_kafka(config, codec)
+        return _open_fluss(config, codec)
+    except StoreError as exc:
+        raise ToolError(str(exc)) from None
+
+
+def _open_sqlite(path: Path, codec: RecordCodec, write: bool) -> MaintenanceStore:
+    from actionjournal.stores.sqlite import SqliteStore
+
+    if not path.is_file():
+        raise ToolError(f"no SQLite journal at {path}: the file does not exist")
+    store = SqliteStore(path, codec, read_only=True)  # a file that is no journal fails here
+    if not write:
+        return store
+    store.close()
+    return SqliteStore(path, codec)
+
+
+def _open_kafka(config: KafkaStoreConfig, codec: RecordCodec) -> MaintenanceStore:
+    try:
+        from confluent_kafka import KafkaException
+
+        from actionjournal.stores.kafka.store import KafkaStore
+    except ImportError as exc:  # pragma: no cover - depends on the installation
+        raise ToolError(
+            f"the Kafka store needs confluent-kafka ({exc}): pip install 'actionjournal[kafka]'"
+        ) from None
+    try:
+        return KafkaStore.open_existing(
+            config.bootstrap_servers,
+            config.topic,
+            config.client_config,
+            codec,
+            admin_timeout_s=config.admin_timeout_s,
+        )
+    except KafkaException as exc:  # a client setting librdkafka does not accept
+        raise UsageError(f"--client-config: {exc.args[0].str()}") from None
+
+
+def _open_fluss(config: FlussStoreConfig, codec: RecordCodec) -> MaintenanceStore:
+    raise ToolError(f"{describe(config)}: the tools cannot read Fluss journals yet")
