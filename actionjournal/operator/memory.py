@@ -53,7 +53,22 @@ class Memory:
         return default if node is _MISSING else copy.deepcopy(node)
 
     def __contains__(self, path: str) -> bool:
-        return self.get(path, _MISSING) is not _MISSING
+        return self.kind(path) is not None
+
+    def kind(self, path: str = "") -> Literal["object", "value"] | None:
+        """What ``path`` holds (``""``: the root, an object), without copying it."""
+        self._check_open("kind")
+        node = self._data if path == "" else _lookup(self._data, _split(path))
+        if node is _MISSING:
+            return None
+        return "object" if isinstance(node, dict) else "value"
+
+    def field_names(self, path: str = "") -> list[str]:
+        """The names of the fields of the object at ``path`` (``""``: the root), in the
+        order they were made; ``[]`` when ``path`` holds a value or nothing."""
+        self._check_open("field_names")
+        node = self._data if path == "" else _lookup(self._data, _split(path))
+        return list(node) if isinstance(node, dict) else []
 
     def set(self, path: str, value: Any) -> None:
         self._check_open("set")

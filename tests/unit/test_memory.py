@@ -62,6 +62,22 @@ def test_what_stays_allowed():
     assert m.to_dict() == {"o": 5, "v": "two"}
 
 
+def test_what_a_path_holds_and_an_objects_field_names_without_copying():
+    m = memory()
+    m.set("o.b", 1)
+    m.new_object("o.a")
+    assert (m.kind(), m.kind("o"), m.kind("o.b"), m.kind("o.x"), m.kind("o.b.c")) == (
+        "object",
+        "object",
+        "value",
+        None,
+        None,
+    )
+    assert m.field_names() == ["o"] and m.field_names("o") == ["b", "a"]
+    assert m.field_names("o.b") == [] and m.field_names("nothing") == []
+    assert "o.a" in m and "o.c" not in m
+
+
 class Recorder(Agent):
     uid = "mem"
 

@@ -1,0 +1,1 @@
+"""Flink Agents face: see actionjournal.flink_agents."""

@@ -1,0 +1,124 @@
+"""A Flink Agents agent as an engine agent: its actions, wrapped, and its resources.
+
+The engine runs ``EngineAgent`` like any agent; each action is wrapped so it receives
+Flink Agents' event classes and context. Nothing else is added: journaling, replay,
+memory and durable calls are the engine's.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from actionjournal.flink_agents.api.agents.agent import Agent
+from actionjournal.flink_agents.api.decorators import LISTEN
+from actionjournal.flink_agents.api.events.chat_event import ChatRequestEvent
+from actionjournal.flink_agents.api.events.event import InputEvent, OutputEvent
+from actionjournal.flink_agents.api.events.tool_event import ToolRequestEvent, ToolResponseEvent
+from actionjournal.flink_agents.api.runner_context import RunnerContext
+from actionjournal.flink_agents.runtime import builtin_actions, events
+from actionjournal.flink_agents.runtime.configuration import AgentConfiguration
+from actionjournal.flink_agents.runtime.resources import (
+    Declared,
+    ResourceCache,
+    declared_resources,
+    members,
+)
+from actionjournal.operator import agent as engine
+from actionjournal.operator import context as engine_context
+from actionjournal.operator import events as engine_events
+
+Plan = dict[str, tuple[list[str], Callable[..., Any], dict[str, Any] | None]]
+BUILT_IN: Plan = {
+    builtin_actions.CHAT_ACTION: (
+        [ChatRequestEvent.EVENT_TYPE, ToolResponseEvent.EVENT_TYPE],
+        builtin_actions.chat_model_action,
+        None,
+    ),
+    builtin_actions.TOOL_ACTION: (
+        [ToolRequestEvent.EVENT_TYPE],
+        builtin_actions.tool_call_action,
+        None,
+    ),
+}
+
+
+class EngineAgent(engine.Agent):
+    """``agent`` as the engine runs it; built when the agent is applied (``apply``)."""
+
+    input_event_type = InputEvent.EVENT_TYPE
+    output_event_type = OutputEvent.EVENT_TYPE
+
+    def __init__(self, agent: Agent, config: AgentConfiguration, shared: Declared) -> None:
+        self.agent = agent
+        self.config = config
+        self.declared = declared_resources(agent, shared)
+        self._plan = _actions(agent)
+        self._resources: ResourceCache | None = None
+
+    @property
+    def operator_uid(self) -> str:
+        return self.agent.uid or type(self.agent).__name__
+
+    def actions(self) -> dict[str, list[engine.ActionSpec]]:
+        cached = self.__dict__.get("_actions_by_type")
+        if cached is None:
+            cached = {}
+            for name, (listens, fn, _) in self._plan.items():
+                spec = engine.ActionSpec(name, tuple(listens), *self._wrap(name, fn))
+                for event_type in listens:
+                    cached.setdefault(event_type, []).append(spec)
+            self.__dict__["_actions_by_type"] = cached
+        return cached
+
+    def reconcilers(self) -> dict[str, Callable[..., Any]]:
+        return {}
+
+    def action_config(self, name: str) -> dict[str, Any]:
+        return self._plan[name][2] or {}
+
+    def resource_cache(self) -> ResourceCache:
+        """The agent's resources in this process (built on first use)."""
+        if self._resources is None:
+            self._resources = ResourceCache(self.declared, self.config)
+        return self._resources
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Shipped to Flink workers: declarations travel, built resources and wrappers do not.
+        state = dict(self.__dict__)
+        state.pop("_actions_by_type", None)
+        state["_resources"] = None
+        return state
+
+    def _wrap(self, name: str, fn: Callable[..., Any]) -> tuple[Callable[..., Any], bool]:
+        """``fn(event, ctx)`` as the engine calls actions, and whether it is async."""
+        if inspect.iscoroutinefunction(fn):
+
+            async def run_async(
+                event: engine_events.Event, ctx: engine_context.RunnerContext
+            ) -> None:
+                await fn(events.to_face(event), RunnerContext(ctx, self, name))
+
+            return run_async, True
+
+        def run(event: engine_events.Event, ctx: engine_context.RunnerContext) -> Any:
+            return fn(events.to_face(event), RunnerContext(ctx, self, name))
+
+        return run, False
+
+
+def _actions(agent: Agent) -> Plan:
+    """Decorated actions (inherited ones too), added actions, then the built-in ones."""
+    plan: Plan = {}
+    for name, member in members(type(agent)):
+        inner = member.__func__ if isinstance(member, staticmethod | classmethod) else member
+        listens = getattr(member, LISTEN, None) or getattr(inner, LISTEN, None)
+        if listens is not None:
+            plan[name] = (list(listens), getattr(agent, name), None)
+    for added in (agent.actions, BUILT_IN):
+        for name, (listens, fn, config) in added.items():
+            if name in plan:
+                raise ValueError(f"Duplicate action name: {name} (declared twice, or built in)")
+            plan[name] = (list(listens), fn, config)
+    return plan
