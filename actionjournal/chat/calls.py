@@ -8,7 +8,6 @@ schema (not the prompt) lets the recorded reply validate without asking the mode
 
 from __future__ import annotations
 
-import asyncio
 import re
 from collections.abc import Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -22,6 +21,7 @@ from actionjournal.chat.models import (
     Message,
     StructuredOutputError,
 )
+from actionjournal.durable.calls import refuse_on_loop
 from actionjournal.durable.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -44,7 +44,7 @@ def chat(
 ) -> Any:
     """Ask the agent's chat model ``model``; the :class:`ChatResponse`, or with ``schema``
     the validated schema instance. A durable call: replayed, never re-requested."""
-    _refuse_on_loop()
+    refuse_on_loop("ctx.chat", "`await ctx.chat_async(...)`")
     connection, msgs, fmt = _prepare(ctx, model, messages, schema)
     response = ctx.durable_execute(connection.request, model, msgs, fmt, **_options(durable_id))
     return response if schema is None else parse(response, schema)
@@ -142,17 +142,6 @@ def normalize_messages(messages: Messages) -> list[Message]:
     if not out:
         raise ValueError("a chat request needs at least one message")
     return out
-
-
-def _refuse_on_loop() -> None:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return
-    raise TypeError(
-        "ctx.chat blocks until the model answers, which would stall every run on this event "
-        "loop: in an `async def` action use `await ctx.chat_async(...)`"
-    )
 
 
 def _errors(exc: ValidationError) -> str:

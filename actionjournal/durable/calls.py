@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 import inspect
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Generator
 from dataclasses import dataclass
+from types import FunctionType
 from typing import Any
 
 from actionjournal.durable.config import JournalConfig, UnknownOutcomePolicy
@@ -23,12 +25,18 @@ from actionjournal.durable.errors import (
     ReconcileError,
     UnknownOutcomeError,
 )
-from actionjournal.durable.identity import call_id, function_id
+from actionjournal.durable.identity import (
+    arguments_digest,
+    bound_arguments,
+    call_id,
+    function_id,
+    is_legacy_digest,
+)
 from actionjournal.durable.outcomes import CallInfo, Failed, NotStarted, Recovered, StillRunning
 from actionjournal.durable.records import CallFinished, CallsDropped, CallStarted, JournalRecord
 from actionjournal.durable.replay import RecordedAction, RecordedCall
 from actionjournal.durable.stats import JournalMetrics
-from actionjournal.durable.values import ValueCodec
+from actionjournal.durable.values import ValueCodec, type_name
 from actionjournal.durable.writer import RunWriter
 
 Reconciler = Callable[[CallInfo], Any]  # returns an Outcome, or an awaitable of one
@@ -39,8 +47,40 @@ _current_call: contextvars.ContextVar[CallInfo | None] = contextvars.ContextVar(
 
 
 def current_call() -> CallInfo | None:
-    """The durable call running in this context (its ``call_id`` is the idempotency key)."""
+    """The durable call running or being reconciled in this context (its ``call_id`` is the
+    idempotency key)."""
     return _current_call.get()
+
+
+def is_coroutine_function(fn: Any) -> bool:
+    """``inspect.iscoroutinefunction`` that also sees through staticmethod, classmethod,
+    bound methods, ``functools.partial`` and objects with an ``async def __call__``."""
+    if type(fn) is FunctionType:  # the common case, answered directly
+        return bool(fn.__code__.co_flags & inspect.CO_COROUTINE)
+    while True:
+        if isinstance(fn, functools.partial):
+            fn = fn.func
+        elif isinstance(fn, (staticmethod, classmethod)) or inspect.ismethod(fn):
+            fn = fn.__func__
+        else:
+            break
+    call = getattr(type(fn), "__call__", None)  # noqa: B004 - the method of a callable object
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(call)
+
+
+def refuse_on_loop(what: str, instead: str) -> None:
+    """Blocking ``what`` on a running event loop would stall every run on it: refuse it."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    raise TypeError(
+        f"{what} blocks until it is done, which would stall every run on this event loop: in "
+        f"an `async def` action use {instead}"
+    )
+
+
+_CANCELLED = type_name(asyncio.CancelledError)
 
 
 # Effects the decision generator asks a driver to perform.
@@ -68,7 +108,14 @@ class _Sleep:
     seconds: float
 
 
-_Effect = _Write | _Invoke | _Reconcile | _Sleep
+@dataclass(frozen=True)
+class _AwaitCancel:
+    """Replay of a call its action cancelled: wait until the action cancels it again."""
+
+    what: str  # names the call if it cannot wait (a blocking call)
+
+
+_Effect = _Write | _Invoke | _Reconcile | _Sleep | _AwaitCancel
 
 
 @dataclass(frozen=True)
@@ -81,7 +128,11 @@ class CallOptions:
 
 
 class ActionCalls:
-    """The durable calls made by one action execution, in invocation order."""
+    """The durable calls made by one action execution, in invocation order.
+
+    Made inside the action's task: that task and its loop are where awaited calls and
+    async reconcilers run, and a cancellation of that task is the action being stopped.
+    """
 
     def __init__(
         self,
@@ -101,15 +152,23 @@ class ActionCalls:
         self.values = values
         self.counts = counts
         self._next_index = 0
+        try:
+            self._task: asyncio.Task[Any] | None = asyncio.current_task()
+            self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            self._task, self._loop = None, None
 
     def execute(self, fn: Callable[..., Any], args: tuple, kwargs: dict, opts: CallOptions) -> Any:
-        if inspect.iscoroutinefunction(fn):
+        refuse_on_loop(
+            f"ctx.durable_execute({function_id(fn)}, ...)", "`await ctx.durable_execute_async(...)`"
+        )
+        if is_coroutine_function(fn):
             raise TypeError(
                 f"{function_id(fn)} is a coroutine function: use "
                 "`await ctx.durable_execute_async(...)` for it"
             )
         gen = self._decide(fn, args, kwargs, opts)  # the index is taken now, at invocation
-        return _drive_sync(gen)
+        return _drive_sync(gen, self._loop)
 
     def execute_async(
         self, fn: Callable[..., Any], args: tuple, kwargs: dict, opts: CallOptions
@@ -127,7 +186,7 @@ class ActionCalls:
         index = self._next_index
         self._next_index += 1
         fid = function_id(fn)
-        digest = self.values.digest([list(args), kwargs])
+        digest = self._digest(fn, fid, args, kwargs)
         identity = f"d:{opts.durable_id}" if opts.durable_id is not None else f"f:{fid}#{index}"
         w = self.writer
         cid = call_id(
@@ -168,21 +227,26 @@ class ActionCalls:
 
         attempt = 0
         recorded = self.recorded.calls.get(index)
-        if recorded is not None and not self._matches(recorded, fid, opts.durable_id, digest):
+        if recorded is not None and not self._matches(
+            recorded, fid, opts.durable_id, digest, args, kwargs
+        ):
             yield from self._diverged(recorded, index, fid, opts.durable_id, digest)
             recorded = None
         if recorded is not None and recorded.finished is not None:
             self.counts.call("replayed")  # never an execution, and no duration sample
+            if recorded.finished.error is not None and recorded.finished.error.type == _CANCELLED:
+                yield _AwaitCancel(f"durable call {fid} #{index} of action {self.action_name}")
             return self._replay(recorded.finished)
-        if recorded is not None:  # started, no outcome: the process died during the call
+        if recorded is not None:  # started, no outcome: the process or the action stopped
             self.counts.call("unknown")
             attempt = recorded.attempt + 1
             if policy == "fail":
                 raise UnknownOutcomeError(
                     f"durable call {fid} (call id {cid}, key {self.writer.key_id}, seq "
-                    f"{self.writer.seq}, action {self.action_name}) started before a failure and "
-                    "has no recorded outcome; its policy is on_unknown='fail'. Check the called "
-                    "system, then register a reconciler or set on_unknown='rerun'"
+                    f"{self.writer.seq}, action {self.action_name}) started, but its outcome was "
+                    "never journaled: the process stopped, or the action was stopped, while it "
+                    "ran. Its policy is on_unknown='fail'. Check the called system, then "
+                    "register a reconciler or set on_unknown='rerun'"
                 )
             if policy == "reconcile":
                 assert opts.reconciler is not None
@@ -211,6 +275,11 @@ class ActionCalls:
         clock = time.perf_counter()
         try:
             value = yield _Invoke(fn, info(attempt))
+        except asyncio.CancelledError as exc:
+            self.counts.call_executed(time.perf_counter() - clock)
+            if not self._action_stopping():  # the action cancelled it: journal what happened
+                yield self._finish(index, fid, digest, cid, opts, started, None, exc)
+            raise
         except Exception as exc:
             self.counts.call_executed(time.perf_counter() - clock)
             if opts.record_failures:
@@ -255,15 +324,54 @@ class ActionCalls:
             "be unknown after a failure",
         )
 
+    def _digest(self, fn: Callable[..., Any], fid: str, args: tuple, kwargs: dict) -> str:
+        """Digest of every argument the function gets, those a partial binds included.
+
+        Each is encoded canonically; one that cannot be is refused, naming it, rather
+        than digested loosely: a changed call must never be answered with a recorded result.
+        """
+        bound_args, bound_kwargs = bound_arguments(fn)
+        positional = [*bound_args, *args]
+        named = {**bound_kwargs, **kwargs}
+        hint = "(its digest tells a changed call from the recorded one)"
+        parts = [
+            self.values.canonical(
+                value,
+                f"argument #{i}{' (bound by functools.partial)' if i < len(bound_args) else ''} "
+                f"of durable call {fid} {hint}",
+            )
+            for i, value in enumerate(positional)
+        ]
+        for name in sorted(named):
+            parts += [
+                name.encode(),
+                self.values.canonical(
+                    named[name], f"argument {name}= of durable call {fid} {hint}"
+                ),
+            ]
+        return arguments_digest(len(positional), parts)
+
     def _matches(
-        self, recorded: RecordedCall, fid: str, durable_id: str | None, digest: str
+        self,
+        recorded: RecordedCall,
+        fid: str,
+        durable_id: str | None,
+        digest: str,
+        args: tuple,
+        kwargs: dict,
     ) -> bool:
         head = recorded.head
         if durable_id is not None or head.durable_id is not None:
             same_call = head.durable_id == durable_id
         else:
             same_call = head.function_id == fid
+        if is_legacy_digest(head.arg_digest):  # journaled by format 1: its digest of the time
+            return same_call and head.arg_digest == self.values.legacy_digest([list(args), kwargs])
         return same_call and head.arg_digest == digest
+
+    def _action_stopping(self) -> bool:
+        """Whether the action's own task is being cancelled (its run or the job stops)."""
+        return self._task is not None and self._task.cancelling() > 0
 
     def _diverged(
         self, recorded: RecordedCall, index: int, fid: str, durable_id: str | None, digest: str
@@ -340,7 +448,11 @@ class ActionCalls:
 # -- drivers -------------------------------------------------------------------
 
 
-def _drive_sync(gen: Generator[_Effect, Any, Any]) -> Any:
+def _drive_sync(gen: Generator[_Effect, Any, Any], loop: asyncio.AbstractEventLoop | None) -> Any:
+    """Perform effects blocking; never on an event loop (``execute`` refuses that).
+
+    An async reconciler runs on the action's ``loop`` while this thread waits.
+    """
     send: Any = None
     error: BaseException | None = None
     while True:
@@ -352,23 +464,32 @@ def _drive_sync(gen: Generator[_Effect, Any, Any]) -> Any:
         try:
             if isinstance(effect, _Write):
                 effect.writer.write(effect.record, effect.context)
-            elif isinstance(effect, _Invoke):
+            elif isinstance(effect, _Invoke | _Reconcile):
                 token = _current_call.set(effect.info)
                 try:
-                    send = effect.fn(*effect.info.args, **effect.info.kwargs)
+                    if isinstance(effect, _Invoke):
+                        send = effect.fn(*effect.info.args, **effect.info.kwargs)
+                    else:
+                        send = effect.reconciler(effect.info)
+                        if inspect.isawaitable(send):
+                            send = _wait(send, loop)
                 finally:
                     _current_call.reset(token)
-            elif isinstance(effect, _Reconcile):
-                send = effect.reconciler(effect.info)
-                if inspect.isawaitable(send):
-                    send = asyncio.run(_await(send))
-            else:
+            elif isinstance(effect, _Sleep):
                 time.sleep(effect.seconds)
+            else:
+                raise DivergenceError(
+                    f"{effect.what} was cancelled by the action when it was journaled, which "
+                    "only an awaited call can be; it is now made with the blocking "
+                    "ctx.durable_execute. Make it with `await ctx.durable_execute_async(...)` "
+                    "again, as when it was journaled"
+                )
         except BaseException as exc:
             error = exc
 
 
 async def _drive_async(gen: Generator[_Effect, Any, Any]) -> Any:
+    """Perform effects on the event loop; whatever blocks runs in a worker thread."""
     send: Any = None
     error: BaseException | None = None
     while True:
@@ -383,22 +504,40 @@ async def _drive_async(gen: Generator[_Effect, Any, Any]) -> Any:
             elif isinstance(effect, _Invoke):
                 token = _current_call.set(effect.info)
                 try:
-                    if inspect.iscoroutinefunction(effect.fn):
-                        send = await effect.fn(*effect.info.args, **effect.info.kwargs)
-                    else:
-                        send = await asyncio.to_thread(
-                            effect.fn, *effect.info.args, **effect.info.kwargs
-                        )
+                    send = await _call(effect.fn, *effect.info.args, **effect.info.kwargs)
                 finally:
                     _current_call.reset(token)
             elif isinstance(effect, _Reconcile):
-                send = effect.reconciler(effect.info)
-                if inspect.isawaitable(send):
-                    send = await send
-            else:
+                token = _current_call.set(effect.info)
+                try:
+                    send = await _call(effect.reconciler, effect.info)
+                finally:
+                    _current_call.reset(token)
+            elif isinstance(effect, _Sleep):
                 await asyncio.sleep(effect.seconds)
+            else:
+                await asyncio.get_running_loop().create_future()  # until cancelled
         except BaseException as exc:
             error = exc
+
+
+async def _call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``fn(...)``: awaited here if it is async, else run in a worker thread (it may block)."""
+    if is_coroutine_function(fn):
+        result = fn(*args, **kwargs)
+    else:
+        result = await asyncio.to_thread(fn, *args, **kwargs)
+    if inspect.isawaitable(result):
+        result = await result
+    return result
+
+
+def _wait(awaitable: Awaitable[Any], loop: asyncio.AbstractEventLoop | None) -> Any:
+    """Run ``awaitable`` to its end from a thread without a loop: on the action's loop when
+    it runs (its clients live there), else on a loop of its own."""
+    if loop is not None and loop.is_running():
+        return asyncio.run_coroutine_threadsafe(_await(awaitable), loop).result()
+    return asyncio.run(_await(awaitable))
 
 
 async def _await(awaitable: Awaitable[Any]) -> Any:

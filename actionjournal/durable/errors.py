@@ -8,7 +8,8 @@ class ActionJournalError(Exception):
 
 
 class ConfigurationError(ActionJournalError):
-    """A setting is invalid; raised at start, naming the setting."""
+    """A setting or a call's option is invalid; raised at start or when the call is made,
+    naming it and what it may be."""
 
 
 class RecordError(ActionJournalError):

@@ -17,12 +17,12 @@ _key_encoder = msgspec.msgpack.Encoder(order="sorted")
 
 
 def _digest(*parts: str | bytes) -> str:
-    h = hashlib.blake2b(digest_size=16)
+    """Digest of the parts, each prefixed with its length (so no two sequences collide)."""
+    framed = []
     for part in parts:
         data = part.encode() if isinstance(part, str) else part
-        h.update(len(data).to_bytes(4, "big"))
-        h.update(data)
-    return h.hexdigest()
+        framed += (len(data).to_bytes(4, "big"), data)
+    return hashlib.blake2b(b"".join(framed), digest_size=16).hexdigest()
 
 
 def _typed(value: Any) -> Any:
@@ -56,7 +56,33 @@ def function_id(fn: Callable[..., Any]) -> str:
     return f"{module}:{name}"
 
 
+def bound_arguments(fn: Callable[..., Any]) -> tuple[list[Any], dict[str, Any]]:
+    """Arguments bound by ``functools.partial`` (nested ones too): part of what a call is."""
+    args: list[Any] = []
+    kwargs: dict[str, Any] = {}
+    while isinstance(fn, functools.partial):
+        args[:0] = fn.args
+        kwargs = {**fn.keywords, **kwargs}
+        fn = fn.func
+    return args, kwargs
+
+
+ARGS_DIGEST_VERSION = "2"  # digests without a version predate canonical encoding (format 1)
+
+
+def arguments_digest(positional: int, parts: list[bytes]) -> str:
+    """Digest of a call's arguments: ``positional`` canonical values, then name/value pairs."""
+    return f"{ARGS_DIGEST_VERSION}:{_digest(b'args', str(positional), *parts)}"
+
+
+def is_legacy_digest(digest: str) -> bool:
+    """An argument digest recorded before digests were canonical (it has no version)."""
+    return ":" not in digest
+
+
 def event_fingerprint(event_type: str, attributes: bytes) -> str:
+    """``attributes``: the canonical bytes of the event's attributes (format-1 journals
+    used their journaled bytes, see ``operator.run``)."""
     return _digest(b"event", event_type, attributes)
 
 
@@ -79,5 +105,6 @@ def call_id(
     return _digest(b"call", namespace, operator_uid, str(epoch), key, str(seq), action, call)
 
 
-def input_digest(data: bytes) -> str:
-    return _digest(b"input", data)
+def input_digest(canonical: bytes) -> str:
+    """Digest of a run's input, from its canonical bytes."""
+    return _digest(b"input", canonical)

@@ -18,13 +18,18 @@ FORMAT_VERSION = 1
 
 
 class ErrorInfo(msgspec.Struct, frozen=True, array_like=True):
-    """A recorded exception: type, message, args and cause chain."""
+    """A recorded exception: type, message, args, attributes and cause chain.
+
+    ``args`` is ``None`` when the exception cannot be rebuilt equal (it then replays as
+    ``RecordedCallError``). ``state`` came later: records without it rebuild from args.
+    """
 
     type: str  # "module.QualName"
     message: str
-    args: bytes | None  # ValueCodec bytes of exc.args, None when they cannot be encoded
+    args: bytes | None  # ValueCodec bytes of list(exc.args)
     cause: ErrorInfo | None = None
     traceback: str = ""
+    state: bytes | None = None  # ValueCodec bytes of the exception's __dict__
 
 
 class EventData(msgspec.Struct, frozen=True, array_like=True):

@@ -50,6 +50,14 @@ class RecordedRun:
     def action(self, action_id: str) -> RecordedAction:
         return self.actions.get(action_id) or RecordedAction()
 
+    def known_id(self, action_id: str, legacy_id: str) -> str:
+        """``action_id``, unless only ``legacy_id`` is journaled: the same action execution,
+        journaled when trigger-event fingerprints digested the journaled attribute bytes
+        rather than their canonical encoding."""
+        if action_id not in self.actions and legacy_id in self.actions:
+            return legacy_id
+        return action_id
+
 
 @dataclass
 class KeyJournal:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import functools
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from actionjournal.durable.calls import is_coroutine_function
 from actionjournal.operator.events import Event, InputEvent, OutputEvent, event_type_of
 from actionjournal.reconcilers.registry import NAME_ATTR
 
@@ -38,20 +38,6 @@ class ActionSpec:
     listens: tuple[str, ...]
     fn: Callable[..., Any]  # bound method, or the plain function of a staticmethod
     is_async: bool
-
-
-def is_coroutine_function(fn: Any) -> bool:
-    """``inspect.iscoroutinefunction`` that also sees through staticmethod, classmethod,
-    bound methods, ``functools.partial`` and objects with an ``async def __call__``."""
-    while True:
-        if isinstance(fn, functools.partial):
-            fn = fn.func
-        elif isinstance(fn, (staticmethod, classmethod)) or inspect.ismethod(fn):
-            fn = fn.__func__
-        else:
-            break
-    call = getattr(type(fn), "__call__", None)  # noqa: B004 - the method of a callable object
-    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(call)
 
 
 class Agent:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Coroutine
-from typing import Any
+from typing import Any, get_args
 
 from actionjournal.durable.calls import ActionCalls, CallOptions, Reconciler
 from actionjournal.durable.config import UnknownOutcomePolicy
-from actionjournal.durable.errors import ContextClosedError
-from actionjournal.durable.identity import event_id
+from actionjournal.durable.errors import ConfigurationError, ContextClosedError
+from actionjournal.durable.identity import event_id, function_id
 from actionjournal.operator.agent import Agent
 from actionjournal.operator.events import Event
 from actionjournal.operator.memory import Memory
@@ -86,7 +87,9 @@ class RunnerContext:
         """Run ``fn(*args, **kwargs)`` once; after a failure return or raise what it recorded.
 
         ``reconciler`` is a callable or the name of one registered in the agent; without
-        it, the function's own (``@reconciled_by``) is used.
+        it, the function's own (``@reconciled_by``) is used. Options are checked now. Not
+        on an event loop (it blocks): in an ``async def`` action await
+        :meth:`durable_execute_async`.
         """
         self._check_open("durable_execute")
         opts = self._options(
@@ -150,5 +153,34 @@ class RunnerContext:
         record_failures: bool,
         reconcile_timeout: float,
     ) -> CallOptions:
-        chosen = resolve(reconciler, fn, self.agent.reconcilers())
+        """The call's options, checked when the call is made: a mistake in one must not wait
+        for a crash to show (or, worse, re-run a call it was meant to protect)."""
+        if not callable(fn):
+            raise TypeError(f"a durable call takes the function to call first, got {fn!r}")
+        call = f"durable call {function_id(fn)}"
+        if durable_id is not None and (not isinstance(durable_id, str) or not durable_id):
+            raise ConfigurationError(
+                f"durable_id={durable_id!r} of {call}: use a non-empty str, or None to identify "
+                "the call by its function and position"
+            )
+        if on_unknown is not None and on_unknown not in get_args(UnknownOutcomePolicy):
+            allowed = ", ".join(repr(p) for p in get_args(UnknownOutcomePolicy))
+            raise ConfigurationError(
+                f"on_unknown={on_unknown!r} of {call}: use one of {allowed}, or None for the "
+                "job's journal.on_unknown"
+            )
+        if not isinstance(record_failures, bool):
+            raise ConfigurationError(
+                f"record_failures={record_failures!r} of {call}: use True or False"
+            )
+        if (
+            isinstance(reconcile_timeout, bool)
+            or not isinstance(reconcile_timeout, int | float)
+            or not 0 < reconcile_timeout < math.inf
+        ):
+            raise ConfigurationError(
+                f"reconcile_timeout={reconcile_timeout!r} of {call}: use a positive number of "
+                "seconds"
+            )
+        chosen = resolve(reconciler, fn, self.agent.reconcilers(), call)
         return CallOptions(durable_id, chosen, on_unknown, record_failures, reconcile_timeout)

@@ -166,9 +166,8 @@ class Run:
         if self.recorded.completed is None or self.refresh_marker:
             # Also after a full replay when the key's marker points into a skipped journal
             # (upgrade mode): the marker then moves into the current one.
-            record = self.writer.build(
-                RunCompleted, at=time.time(), input_digest=input_digest(self.input_data)
-            )
+            digest = input_digest(values.canonical(input_event.attributes["input"], "agent input"))
+            record = self.writer.build(RunCompleted, at=time.time(), input_digest=digest)
             marker = await asyncio.to_thread(self.writer.write, record)
         self.env.counts.run("completed" if self.recorded.completed is None else "replayed")
         return RunResult(self.outputs, self.short_term, marker)
@@ -178,11 +177,16 @@ class Run:
             self.outputs.append(event)
             return []
         tasks = []
-        fingerprint = event_fingerprint(event.type, attributes)
+        canonical = self.env.values.canonical(event.attributes, f"event {event.type!r}")
+        fingerprint = event_fingerprint(event.type, canonical)
+        legacy = event_fingerprint(event.type, attributes)  # format-1 journals: journaled bytes
         for spec in self.env.agent.actions().get(event.type, ()):
             ordinal = self._ordinals[(spec.name, fingerprint)]
             self._ordinals[(spec.name, fingerprint)] += 1
-            aid = action_id(self.seq, spec.name, fingerprint, ordinal)
+            aid = self.recorded.known_id(
+                action_id(self.seq, spec.name, fingerprint, ordinal),
+                action_id(self.seq, spec.name, legacy, ordinal),
+            )
             recorded = self.recorded.action(aid)
             if recorded.completed is not None:
                 self._replay(recorded.completed)

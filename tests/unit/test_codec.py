@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 from pydantic import BaseModel
 
@@ -99,12 +101,16 @@ class NeedsTwoArgs(Exception):
 
 
 def test_error_that_cannot_be_rebuilt_replays_as_recorded_call_error():
+    class Local(Exception):  # not reachable by its name in another process
+        pass
+
     codec = ValueCodec()
-    info = codec.capture_error(NeedsTwoArgs(402, "payment required"))
-    rebuilt = codec.rebuild_error(info)
-    assert isinstance(rebuilt, RecordedCallError)
-    assert rebuilt.original_type.endswith("NeedsTwoArgs")
-    assert "402: payment required" in str(rebuilt)
+    for exc in (Local("402: payment required"), NeedsTwoArgs(402, "payment required")):
+        exc.lock = threading.Lock()  # an attribute that cannot be journaled
+        rebuilt = codec.rebuild_error(codec.capture_error(exc))
+        assert isinstance(rebuilt, RecordedCallError)
+        assert rebuilt.original_type.endswith(type(exc).__qualname__)
+        assert "402: payment required" in str(rebuilt)
 
 
 def test_error_type_args_and_cause_chain_survive():

@@ -44,7 +44,7 @@ class Worker(Agent):
     async def handle(self, event, ctx):
         if event.input == "block":
             await asyncio.Event().wait()  # stays in flight until the runner is abandoned
-        ctx.send_event(OutputEvent(ctx.durable_execute(work, event.input)))
+        ctx.send_event(OutputEvent(await ctx.durable_execute_async(work, event.input)))
 
 
 @pytest.fixture(autouse=True)

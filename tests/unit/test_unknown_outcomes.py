@@ -17,6 +17,7 @@ from actionjournal import (
     StillRunning,
     UnknownOutcomeError,
     action,
+    current_call,
 )
 from actionjournal.durable.errors import ActionFailedError
 from actionjournal.reconcilers import reconciled_by, reconciler
@@ -213,5 +214,86 @@ def test_unknown_reconciler_name_is_a_clear_error():
 
     with pytest.raises(ActionFailedError) as info:
         asyncio.run(LocalRunner(Typo(), MemoryStore()).run([("k", "o-1")]))
-    assert "no reconciler named 'paymnets'" in str(info.value.__cause__)
+    assert "reconciler='paymnets'" in str(info.value.__cause__)
+    assert "no reconciler of that name" in str(info.value.__cause__)
+    assert EXECUTED == []
+
+
+class PaymentDeclined(Exception):
+    pass
+
+
+def test_flink_agents_zero_argument_reconciler_returns_the_value_or_raises_the_failure():
+    """Item 13: Flink Agents' form. Its value is the call's (Recovered), what it raises is
+    the call's failure (Failed): both journaled, so later restores replay them."""
+
+    def recovered():
+        info = current_call()  # the call being reconciled, as inside the call
+        return f"recovered {info.args[0]}"
+
+    def declined():
+        raise PaymentDeclined("card declined")
+
+    store = MemoryStore()
+    crash_with_unknown_outcome(store, Payer(reconciler=recovered))
+    recover(store, Payer(reconciler=recovered))
+    assert SEEN == ["recovered o-1"] and EXECUTED == []
+    recover(store, Payer(reconciler=lambda: pytest.fail("asked again")))
+    assert SEEN[-1] == "recovered o-1"
+
+    store = MemoryStore()
+    crash_with_unknown_outcome(store, Payer(reconciler=declined))
+    recover(store, Payer(reconciler=declined))
+    assert type(SEEN[-1]) is PaymentDeclined and str(SEEN[-1]) == "card declined"
+    recover(store, Payer(reconciler=lambda: pytest.fail("asked again")))
+    assert type(SEEN[-1]) is PaymentDeclined and EXECUTED == []
+
+
+def test_async_zero_argument_reconciler_in_an_async_action():
+    async def recovered():
+        await asyncio.sleep(0)
+        return "async recovered"
+
+    store = MemoryStore()
+    crash_with_unknown_outcome(store, AsyncPayer(reconciler=recovered))
+    recover(store, AsyncPayer(reconciler=recovered))
+    assert SEEN == ["async recovered"] and EXECUTED == []
+
+
+class TwoBranches(Agent):
+    """One async action fails while the other's call is in flight: the run stops both."""
+
+    fail = True
+
+    @action(InputEvent)
+    async def pays(self, event, ctx):
+        SEEN.append(await ctx.durable_execute_async(slow_pay, event.input, on_unknown="fail"))
+
+    @action(InputEvent)
+    async def checks(self, event, ctx):
+        await asyncio.sleep(0.05)  # the call of `pays` is in flight meanwhile
+        if TwoBranches.fail:
+            raise RuntimeError("the other branch fails")
+
+
+async def slow_pay(order: str) -> str:
+    await asyncio.sleep(30)
+    return pay(order)
+
+
+def test_a_call_stopped_with_its_run_keeps_no_outcome_and_says_so():
+    """Item 14: a call cancelled because its whole action is being stopped (another action
+    of the run failed) is not journaled as cancelled: its outcome is unknown, and the retry
+    says what happened."""
+    store = MemoryStore()
+    TwoBranches.fail = True
+    with pytest.raises(ActionFailedError):
+        asyncio.run(LocalRunner(TwoBranches(), store).run([("k", "o-1")]))
+    kinds = [type(store.codec.decode(e[3])).__name__ for e in store.entries]
+    assert "CallStarted" in kinds and "CallFinished" not in kinds
+    TwoBranches.fail = False
+    runner = recover(store, TwoBranches())
+    cause = runner.failure.__cause__
+    assert isinstance(cause, UnknownOutcomeError)
+    assert "the process stopped, or the action was stopped, while it ran" in str(cause)
     assert EXECUTED == []
