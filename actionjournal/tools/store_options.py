@@ -266,4 +266,20 @@ def _open_kafka(config: KafkaStoreConfig, codec: RecordCodec) -> MaintenanceStor
 
 
 def _open_fluss(config: FlussStoreConfig, codec: RecordCodec) -> MaintenanceStore:
-    raise ToolError(f"{describe(config)}: the tools cannot read Fluss journals yet")
+    try:
+        from actionjournal.stores.fluss.maintenance import FlussMaintenanceStore
+    except ImportError as exc:  # pragma: no cover - depends on the installation
+        raise ToolError(
+            f"the Fluss store needs pyfluss ({exc}): pip install 'actionjournal[fluss]'"
+        ) from None
+    return FlussMaintenanceStore.open_existing(config, codec)
+
+
+def refuse_cleanup(config: ToolStoreConfig) -> None:
+    """Cleanup deletes below an offset, which only some stores can do."""
+    if isinstance(config, FlussStoreConfig):
+        raise ToolError(
+            f"{describe(config)}: cleanup does not apply to Fluss journals: a log table cannot "
+            "delete below an offset; its records go with the table's TTL (table.log.ttl), "
+            "which must stay longer than the oldest checkpoint you may restore (docs/fluss.md)"
+        )

@@ -24,6 +24,7 @@ from actionjournal.tools.store_options import (
     config_from_location,
     opened,
     record_codec,
+    refuse_cleanup,
     store_config,
 )
 from actionjournal.tools.toolkit import (
@@ -83,6 +84,7 @@ def plan_main(argv: list[str]) -> int:
     args = plan_parser().parse_args(argv)
     config = store_config(args)
     assert config is not None
+    refuse_cleanup(config)
     chosen = [x for x in (args.snapshot, args.checkpoint, args.before) if x is not None]
     if len(chosen) != 1:
         raise UsageError(
@@ -198,6 +200,7 @@ def apply_main(argv: list[str]) -> int:
     else:
         check_location(plan, given)
         config = given
+    refuse_cleanup(config)
     with opened(config, record_codec(args), write=True) as store:
         check_plan(plan, store, config, args.max_age)
         result = apply_plan(plan, store, args.progress)
