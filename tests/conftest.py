@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,46 +25,19 @@ def make_store(kind: str, tmp_path: Path, **kwargs) -> JournalStore:
     raise ValueError(kind)
 
 
-@pytest.fixture(scope="session")
-def kafka_bootstrap() -> Iterator[str]:
-    """``KAFKA_BOOTSTRAP`` if set, else a private broker started on first use for the session.
-
-    Here rather than in tests/integration so the store contract suite (tests/unit) can use it.
-    """
-    if os.environ.get("KAFKA_BOOTSTRAP"):
-        yield os.environ["KAFKA_BOOTSTRAP"]
-        return
-    from actionjournal.dev.kafka import running_broker
-
-    with running_broker() as bootstrap:
-        yield bootstrap
-
-
-@pytest.fixture(scope="session")
-def fluss_bootstrap() -> Iterator[str]:
-    """``FLUSS_BOOTSTRAP`` if set, else a private Fluss cluster started on first use."""
-    if os.environ.get("FLUSS_BOOTSTRAP"):
-        yield os.environ["FLUSS_BOOTSTRAP"]
-        return
-    from actionjournal.dev.fluss import running_cluster
-
-    with running_cluster() as bootstrap:
-        yield bootstrap
-
-
 @pytest.fixture(params=STORE_KINDS)
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[JournalStore]:
     if request.param == "kafka":
         from actionjournal.stores.kafka import KafkaStore, KafkaStoreConfig
 
-        bootstrap = request.getfixturevalue("kafka_bootstrap")
+        bootstrap = request.getfixturevalue("aj_kafka_bootstrap")
         topic = f"contract-{uuid.uuid4().hex[:12]}"
         s = KafkaStore(KafkaStoreConfig(bootstrap_servers=bootstrap, topic=topic, partitions=4))
     elif request.param == "fluss":
         pytest.importorskip("fluss")  # pyfluss: the "fluss" extra
         from actionjournal.stores.fluss import FlussStore, FlussStoreConfig
 
-        bootstrap = request.getfixturevalue("fluss_bootstrap")
+        bootstrap = request.getfixturevalue("aj_fluss_bootstrap")
         table = f"contract_{uuid.uuid4().hex[:12]}"
         s = FlussStore(FlussStoreConfig(bootstrap_servers=bootstrap, table=table, buckets=4))
     else:

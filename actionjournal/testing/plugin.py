@@ -7,39 +7,43 @@ Fixtures (prefixed ``aj_`` so they do not clash with a suite's own ``store`` or
 ``sqlite_store``
     a fresh :class:`~actionjournal.stores.sqlite.SqliteStore` in the test's tmp dir.
 ``aj_sqlite``
-    a :class:`~actionjournal.testing.harness.SqliteBackend`: SQLite journal files in the
-    test's tmp dir.
+    a ``SqliteStoreConfig``: a SQLite journal file in the test's tmp dir.
 ``aj_kafka_bootstrap`` (session)
     ``KAFKA_BOOTSTRAP`` if set, else a private broker started on first use (Java 17+ and
     Maven needed; the test is skipped, with the reason, when they or confluent-kafka are
     missing). Nothing starts unless a test asks for it.
 ``aj_kafka``
-    a :class:`~actionjournal.testing.harness.KafkaBackend` on that broker; its topics are
-    deleted after the test.
+    a ``KafkaStoreConfig`` of a new topic (4 partitions) on that broker, deleted after the
+    test.
 ``aj_fluss_bootstrap`` (session), ``aj_fluss``
     the same for Apache Fluss (``FLUSS_BOOTSTRAP`` or a private cluster; pyfluss needed):
-    a :class:`~actionjournal.testing.harness.FlussBackend` whose tables are dropped after
-    the test. Skipped, with the reason, when pyfluss, Java or Maven are missing.
+    a ``FlussStoreConfig`` of a new table (4 buckets), dropped after the test. Skipped, with
+    the reason, when pyfluss, Java or Maven are missing.
 ``restore_scenario``
-    a factory ``restore_scenario(agent, backend=None, config=None)`` of
+    a factory ``restore_scenario(agent, store=None, config=None)`` of
     :class:`~actionjournal.testing.harness.RestoreScenario` in the test's tmp dir, closed
     after the test. See docs/testing.md.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from actionjournal.stores.config import SqliteStoreConfig
+from actionjournal.stores.fluss.config import FlussStoreConfig
+from actionjournal.stores.kafka.config import KafkaStoreConfig
 from actionjournal.stores.sqlite import SqliteStore
 
 if TYPE_CHECKING:
-    from actionjournal.testing.harness import JournalBackend, RestoreScenario
+    from actionjournal.testing.harness import Journal, RestoreScenario
 
 
 def _has_java() -> bool:
@@ -58,11 +62,9 @@ def sqlite_store(tmp_path: Path) -> Iterator[SqliteStore]:
 
 
 @pytest.fixture
-def aj_sqlite(tmp_path: Path) -> JournalBackend:
-    """Journals as SQLite files in the test's temporary directory."""
-    from actionjournal.testing.harness import SqliteBackend
-
-    return SqliteBackend(tmp_path / "aj-journals")
+def aj_sqlite(tmp_path: Path) -> SqliteStoreConfig:
+    """A SQLite journal file in the test's temporary directory."""
+    return SqliteStoreConfig(path=str(tmp_path / "aj-journals" / "journal.db"))
 
 
 @pytest.fixture(scope="session")
@@ -89,13 +91,15 @@ def aj_kafka_bootstrap() -> Iterator[str]:
 
 
 @pytest.fixture
-def aj_kafka(aj_kafka_bootstrap: str) -> Iterator[JournalBackend]:
-    """Journals as Kafka topics (4 partitions) on ``aj_kafka_bootstrap``; deleted afterwards."""
-    from actionjournal.testing.harness import KafkaBackend
-
-    backend = KafkaBackend(aj_kafka_bootstrap)
-    yield backend
-    backend.close()
+def aj_kafka(aj_kafka_bootstrap: str) -> Iterator[KafkaStoreConfig]:
+    """A new topic (4 partitions) on ``aj_kafka_bootstrap``; deleted after the test."""
+    config = KafkaStoreConfig(
+        bootstrap_servers=aj_kafka_bootstrap,
+        topic=f"aj-scenario-{uuid.uuid4().hex[:8]}",
+        partitions=4,
+    )
+    yield config
+    _delete(config)
 
 
 @pytest.fixture(scope="session")
@@ -127,29 +131,37 @@ def aj_fluss_bootstrap() -> Iterator[str]:
 
 
 @pytest.fixture
-def aj_fluss(aj_fluss_bootstrap: str) -> Iterator[JournalBackend]:
-    """Journals as Fluss log tables (4 buckets) on ``aj_fluss_bootstrap``; dropped afterwards."""
-    from actionjournal.testing.harness import FlussBackend
+def aj_fluss(aj_fluss_bootstrap: str) -> Iterator[FlussStoreConfig]:
+    """A new log table (4 buckets) on ``aj_fluss_bootstrap``; dropped after the test."""
+    config = FlussStoreConfig(
+        bootstrap_servers=aj_fluss_bootstrap, table=f"aj_scenario_{uuid.uuid4().hex[:8]}", buckets=4
+    )
+    yield config
+    _delete(config)
 
-    backend = FlussBackend(aj_fluss_bootstrap)
-    yield backend
-    backend.close()
+
+def _delete(journal: Journal) -> None:
+    from actionjournal.testing.harness import journals
+
+    with contextlib.suppress(Exception):  # best effort: the broker may be gone already
+        journals.delete([journal])
 
 
 @pytest.fixture
 def restore_scenario(tmp_path: Path) -> Iterator[Callable[..., RestoreScenario]]:
-    """``restore_scenario(agent, backend=None, config=None, **kwargs)``: a started scenario.
+    """``restore_scenario(agent, store=None, config=None, **kwargs)``: a started scenario.
 
-    ``backend`` defaults to SQLite files in the test's tmp dir. Every scenario made
-    is closed after the test (its service stopped, its Kafka topics deleted).
+    ``store`` (a store config, e.g. ``aj_kafka``) defaults to a SQLite file in the test's
+    tmp dir. Every scenario made is closed after the test (its service stopped, the topics
+    and tables it made deleted).
     """
     from actionjournal.testing.harness import RestoreScenario
 
     made: list[RestoreScenario] = []
 
-    def make(agent: Any, backend: JournalBackend | None = None, **kwargs: Any) -> RestoreScenario:
+    def make(agent: Any, store: Journal | None = None, **kwargs: Any) -> RestoreScenario:
         directory = tmp_path / f"scenario-{len(made) + 1}"
-        scenario = RestoreScenario(agent, backend, directory=directory, **kwargs)
+        scenario = RestoreScenario(agent, store, directory=directory, **kwargs)
         made.append(scenario)
         return scenario.start()
 

@@ -33,7 +33,7 @@ def test_task_failure_mid_run_restores_from_the_checkpoint(tmp_path, request, ba
     n = 40
     if backend == "kafka":
         topic = f"e2e-{uuid.uuid4().hex[:8]}"
-        journal = kafka(request.getfixturevalue("kafka_bootstrap"), topic)
+        journal = kafka(request.getfixturevalue("aj_kafka_bootstrap"), topic)
     else:
         journal = sqlite(tmp_path / "journal.db")
     # The Python worker is SIGKILLed right after the 25th call result was journaled.

@@ -1,7 +1,8 @@
 """Kafka and Fluss fixtures: admin clients, unique topics/tables, stores, private clusters.
 
-``kafka_bootstrap`` (session: ``KAFKA_BOOTSTRAP`` or a private broker) lives in
-tests/conftest.py so the store contract suite in tests/unit can use it too.
+The broker and the cluster are the pytest plugin's (actionjournal/testing/plugin.py):
+``aj_kafka_bootstrap`` and ``aj_fluss_bootstrap`` (``KAFKA_BOOTSTRAP``/``FLUSS_BOOTSTRAP``, or
+a private one started for the session on first use).
 """
 
 from __future__ import annotations
@@ -23,9 +24,9 @@ from actionjournal.stores.kafka import KafkaStore, KafkaStoreConfig  # noqa: E40
 
 
 @pytest.fixture(scope="session")
-def kafka_admin(kafka_bootstrap: str) -> AdminClient:
+def kafka_admin(aj_kafka_bootstrap: str) -> AdminClient:
     """One admin client for the session's broker (topic setup, deletes, config changes)."""
-    return AdminClient({"bootstrap.servers": kafka_bootstrap})
+    return AdminClient({"bootstrap.servers": aj_kafka_bootstrap})
 
 
 def delete_topic(admin: AdminClient, topic: str) -> None:
@@ -43,12 +44,12 @@ def topic(kafka_admin: AdminClient) -> Iterator[str]:
 
 
 @pytest.fixture
-def kafka_store(kafka_bootstrap: str) -> Iterator[Callable[..., KafkaStore]]:
+def kafka_store(aj_kafka_bootstrap: str) -> Iterator[Callable[..., KafkaStore]]:
     """Factory of stores on the session broker (default 4 partitions); all closed at the end."""
     stores: list[KafkaStore] = []
 
     def make(topic: str, codec: Any = None, **settings: Any) -> KafkaStore:
-        settings.setdefault("bootstrap_servers", kafka_bootstrap)
+        settings.setdefault("bootstrap_servers", aj_kafka_bootstrap)
         settings.setdefault("partitions", 4)
         store = KafkaStore(KafkaStoreConfig(topic=topic, **settings), codec)
         stores.append(store)
@@ -68,17 +69,16 @@ def private_broker() -> Iterator[KafkaBroker]:
 
 # -- Fluss -------------------------------------------------------------------------------------
 # pyfluss is imported inside the fixtures, so the Kafka tests run where it is not installed.
-# ``fluss_bootstrap`` (session: ``FLUSS_BOOTSTRAP`` or a private cluster) is in tests/conftest.py.
 
 
 @pytest.fixture(scope="session")
-def fluss_run(fluss_bootstrap: str) -> Callable[[Callable[[Any], Any]], Any]:
+def fluss_run(aj_fluss_bootstrap: str) -> Callable[[Callable[[Any], Any]], Any]:
     """``fluss_run(work)``: ``await work(connection)`` on a fresh pyfluss connection."""
     import fluss
 
     def run(work: Callable[[Any], Any]) -> Any:
         async def main() -> Any:
-            config = fluss.Config({"bootstrap.servers": fluss_bootstrap})
+            config = fluss.Config({"bootstrap.servers": aj_fluss_bootstrap})
             conn = await fluss.FlussConnection.create(config)
             try:
                 return await work(conn)
@@ -107,14 +107,14 @@ def fluss_table(fluss_run: Callable[..., Any]) -> Iterator[str]:
 
 
 @pytest.fixture
-def fluss_store(fluss_bootstrap: str) -> Iterator[Callable[..., Any]]:
+def fluss_store(aj_fluss_bootstrap: str) -> Iterator[Callable[..., Any]]:
     """Factory of Fluss stores on the session cluster (default 4 buckets); closed at the end."""
     from actionjournal.stores.fluss import FlussStore, FlussStoreConfig
 
     stores: list[FlussStore] = []
 
     def make(table: str, codec: Any = None, **settings: Any) -> FlussStore:
-        settings.setdefault("bootstrap_servers", fluss_bootstrap)
+        settings.setdefault("bootstrap_servers", aj_fluss_bootstrap)
         settings.setdefault("buckets", 4)
         store = FlussStore(FlussStoreConfig(table=table, **settings), codec)
         stores.append(store)
@@ -142,18 +142,3 @@ def fault_cluster() -> Iterator[Any]:
     }
     with FlussCluster(server_options=options) as cluster:
         yield cluster
-
-
-@pytest.fixture(scope="session")
-def aj_kafka_bootstrap(kafka_bootstrap: str) -> str:
-    """The harness plugin's broker (``aj_kafka``) is this suite's broker: one per session."""
-    return kafka_bootstrap
-
-
-@pytest.fixture(scope="session")
-def aj_fluss_bootstrap(request: pytest.FixtureRequest) -> str:
-    """The harness plugin's Fluss cluster (``aj_fluss``) is this suite's cluster, if it has one."""
-    try:
-        return request.getfixturevalue("fluss_bootstrap")
-    except pytest.FixtureLookupError:
-        pytest.skip("this suite has no fluss_bootstrap fixture")

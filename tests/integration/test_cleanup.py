@@ -36,10 +36,10 @@ def plan(tmp_path, bootstrap, topic, snapshot, name="plan.json"):
     return out, json.loads(out.read_text())
 
 
-def test_plan_apply_restore_on_kafka(kafka_store, kafka_bootstrap, topic, tmp_path, capsys):
+def test_plan_apply_restore_on_kafka(kafka_store, aj_kafka_bootstrap, topic, tmp_path, capsys):
     store = kafka_store(topic)
     scenario = sc.build(store, tmp_path)
-    out, doc = plan(tmp_path, kafka_bootstrap, topic, scenario.s)
+    out, doc = plan(tmp_path, aj_kafka_bootstrap, topic, scenario.s)
     assert doc["store"]["backend"] == "kafka" and doc["store"]["uid"] == store.identity.uid
     busy = store.partition_of(key_id("busy"))
     entry = doc["partitions"][busy]
@@ -71,14 +71,14 @@ def test_plan_apply_restore_on_kafka(kafka_store, kafka_bootstrap, topic, tmp_pa
 
 
 def test_shared_topic_stops_at_another_namespace(
-    kafka_store, kafka_bootstrap, topic, tmp_path, capsys
+    kafka_store, aj_kafka_bootstrap, topic, tmp_path, capsys
 ):
     store = kafka_store(topic)
     busy = key_id("busy")
     foreign = RunWriter(store, "other-ns", "worker", 0, busy, 0)
     kept = foreign.write(foreign.build(RunCompleted, at=1.0, input_digest="d"))
     scenario = sc.build(store, tmp_path)
-    out, doc = plan(tmp_path, kafka_bootstrap, topic, scenario.s)
+    out, doc = plan(tmp_path, aj_kafka_bootstrap, topic, scenario.s)
     entry = doc["partitions"][kept.partition]
     assert entry["delete_below"] is None  # delete_records would take other-ns's record too
     assert entry["blocker"]["kind"] == "other_namespace"
@@ -89,11 +89,11 @@ def test_shared_topic_stops_at_another_namespace(
 
 
 def test_a_writer_appending_during_apply_loses_nothing(
-    kafka_store, kafka_bootstrap, topic, tmp_path
+    kafka_store, aj_kafka_bootstrap, topic, tmp_path
 ):
     store = kafka_store(topic)
     scenario = sc.build(store, tmp_path)
-    out, _ = plan(tmp_path, kafka_bootstrap, topic, scenario.s)
+    out, _ = plan(tmp_path, aj_kafka_bootstrap, topic, scenario.s)
     stop = threading.Event()
     written = []
 
@@ -116,29 +116,30 @@ def test_a_writer_appending_during_apply_loses_nothing(
     assert seqs == [1000 + i for i in range(len(written))]
 
 
-def test_bad_input_on_kafka(kafka_store, kafka_bootstrap, topic, tmp_path, capsys):
+def test_bad_input_on_kafka(kafka_store, aj_kafka_bootstrap, topic, tmp_path, capsys):
     store = kafka_store(topic)
     scenario = sc.build(store, tmp_path)
-    out, _ = plan(tmp_path, kafka_bootstrap, topic, scenario.s)
+    out, _ = plan(tmp_path, aj_kafka_bootstrap, topic, scenario.s)
     other = kafka_store(topic + "-b")
     lows = {p: store.position_range(p)[0] for p in store.partitions()}
     other_lows = {p: other.position_range(p)[0] for p in other.partitions()}
-    code = cli(["cleanup", "apply", "--plan", str(out), *kafka_args(kafka_bootstrap, topic + "-b")])
+    elsewhere = kafka_args(aj_kafka_bootstrap, topic + "-b")
+    code = cli(["cleanup", "apply", "--plan", str(out), *elsewhere])
     assert code == 1
     assert f"the plan is for Kafka topic {topic!r}" in capsys.readouterr().err
     wrong = ["--before", "0", "--namespace", "nope", "--out", str(tmp_path / "x")]
-    assert cli(["cleanup", "plan", *kafka_args(kafka_bootstrap, topic), *wrong]) == 1
+    assert cli(["cleanup", "plan", *kafka_args(aj_kafka_bootstrap, topic), *wrong]) == 1
     assert "namespace 'nope' has no records" in capsys.readouterr().err
-    assert cli(["journal", "inspect", *kafka_args(kafka_bootstrap, topic + "-missing")]) == 1
+    assert cli(["journal", "inspect", *kafka_args(aj_kafka_bootstrap, topic + "-missing")]) == 1
     assert "does not exist" in capsys.readouterr().err
     assert {p: store.position_range(p)[0] for p in store.partitions()} == lows
     assert {p: other.position_range(p)[0] for p in other.partitions()} == other_lows
 
 
-def test_inspect_on_kafka(kafka_store, kafka_bootstrap, topic, tmp_path, capsys):
+def test_inspect_on_kafka(kafka_store, aj_kafka_bootstrap, topic, tmp_path, capsys):
     store = kafka_store(topic)
     sc.build(store, tmp_path)
-    args = ["journal", "inspect", *kafka_args(kafka_bootstrap, topic)]
+    args = ["journal", "inspect", *kafka_args(aj_kafka_bootstrap, topic)]
     assert cli([*args, "--key", "held"]) == 0
     tree = capsys.readouterr().out
     assert f"partition {store.partition_of(key_id('held'))}" in tree

@@ -42,25 +42,26 @@ def test_killed_in_window_then_restored(
     reconcile,
     tmp_path,
     uninterrupted,  # noqa: F811 - the fixture imported above
-    fluss_bootstrap,
+    aj_fluss_bootstrap,
 ):
     table = f"crash_{uuid.uuid4().hex[:12]}"
-    journal = ["--fluss", fluss_bootstrap, "--table", table]
+    journal = ["--fluss", aj_fluss_bootstrap, "--table", table]
     check_kill_and_restore(
         tmp_path,
         uninterrupted,
         window,
         reconcile,
-        lambda: open_table(fluss_bootstrap, table),
+        lambda: open_table(aj_fluss_bootstrap, table),
         journal,
     )
     assert not (tmp_path / "journal.db").exists()  # the journal really was the table
 
 
-def test_child_journal_is_in_fluss(tmp_path, fluss_bootstrap) -> None:
+def test_child_journal_is_in_fluss(tmp_path, aj_fluss_bootstrap) -> None:
     """Guard for the tests above: an uninterrupted Fluss run journals every call once."""
     table = f"crash_{uuid.uuid4().hex[:12]}"
     with CountingService() as service:
-        done = run_child(tmp_path, service.url, "--fluss", fluss_bootstrap, "--table", table)
+        done = run_child(tmp_path, service.url, "--fluss", aj_fluss_bootstrap, "--table", table)
         assert done.returncode == 0, done.stderr[-2000:]
-    assert len(journaled_call_ids(open_table(fluss_bootstrap, table))) == N_INPUTS * CALLS_PER_INPUT
+    journaled = journaled_call_ids(open_table(aj_fluss_bootstrap, table))
+    assert len(journaled) == N_INPUTS * CALLS_PER_INPUT

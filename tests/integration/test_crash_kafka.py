@@ -39,25 +39,26 @@ def test_killed_in_window_then_restored(
     reconcile,
     tmp_path,
     uninterrupted,  # noqa: F811 - the fixture imported above
-    kafka_bootstrap,
+    aj_kafka_bootstrap,
 ):
     topic = f"aj-crash-{uuid.uuid4().hex[:12]}"
-    journal = ["--kafka", kafka_bootstrap, "--topic", topic]
+    journal = ["--kafka", aj_kafka_bootstrap, "--topic", topic]
     check_kill_and_restore(
         tmp_path,
         uninterrupted,
         window,
         reconcile,
-        lambda: open_topic(kafka_bootstrap, topic),
+        lambda: open_topic(aj_kafka_bootstrap, topic),
         journal,
     )
     assert not (tmp_path / "journal.db").exists()  # the journal really was the topic
 
 
-def test_child_journal_is_in_kafka(tmp_path: Path, kafka_bootstrap) -> None:
+def test_child_journal_is_in_kafka(tmp_path: Path, aj_kafka_bootstrap) -> None:
     """Guard for the tests above: an uninterrupted Kafka run journals every call once."""
     topic = f"aj-crash-{uuid.uuid4().hex[:12]}"
     with CountingService() as service:
-        done = run_child(tmp_path, service.url, "--kafka", kafka_bootstrap, "--topic", topic)
+        done = run_child(tmp_path, service.url, "--kafka", aj_kafka_bootstrap, "--topic", topic)
         assert done.returncode == 0, done.stderr[-2000:]
-    assert len(journaled_call_ids(open_topic(kafka_bootstrap, topic))) == N_INPUTS * CALLS_PER_INPUT
+    journaled = journaled_call_ids(open_topic(aj_kafka_bootstrap, topic))
+    assert len(journaled) == N_INPUTS * CALLS_PER_INPUT

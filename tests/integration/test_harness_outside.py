@@ -124,8 +124,8 @@ def test_a_project_outside_the_repo_uses_the_harness(tmp_path):
 
 
 @pytest.mark.kafka
-def test_a_project_outside_the_repo_uses_the_kafka_fixture(tmp_path, kafka_bootstrap):
-    result = run_project(tmp_path, {"KAFKA_BOOTSTRAP": kafka_bootstrap})
+def test_a_project_outside_the_repo_uses_the_kafka_fixture(tmp_path, aj_kafka_bootstrap):
+    result = run_project(tmp_path, {"KAFKA_BOOTSTRAP": aj_kafka_bootstrap})
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     assert "4 passed" in result.stdout, result.stdout[-2000:]
     assert "test_crash_and_restore[aj_kafka] PASSED" in result.stdout

@@ -34,7 +34,7 @@ from actionjournal import (
     StoreRecreatedError,
     action,
 )
-from actionjournal.testing.harness import RestoreMode, call_service, service_reconciler
+from actionjournal.testing.harness import RestoreMode, call_service, name_of, service_reconciler
 from actionjournal.testing.service import CountingService
 
 A = [("alice", 1), ("bob", 2), ("alice", 3)]
@@ -135,7 +135,7 @@ def test_new_journal_is_refused_naming_journals_and_positions(prepared):
     with pytest.raises(MarkerMismatchError) as caught:
         sc.restore(cp, RestoreMode.NEW)
     message = str(caught.value)
-    assert cp.journal in message and sc.journal in message
+    assert name_of(cp.journal) in message and name_of(sc.journal) in message
     positions = [f"partition {m.partition}, position {m.position}" for m in cp.markers().values()]
     assert any(p in message for p in positions), (positions, message)
     assert "journal.upgrade='fresh'" in message
@@ -148,7 +148,7 @@ def test_recreated_journal_is_refused(prepared):
     with pytest.raises(StoreRecreatedError) as caught:
         sc.restore(cp, RestoreMode.RECREATED)
     message = str(caught.value)
-    assert cp.journal in message and "deleted and recreated" in message
+    assert name_of(cp.journal) in message and "deleted and recreated" in message
     positions = [f"partition {m.partition} position {m.position}" for m in cp.markers().values()]
     assert any(p in message for p in positions), (positions, message)
     assert sc.steps[-1].calls == {}
@@ -174,7 +174,8 @@ def test_upgrade_mode_then_later_failures_reuse_the_new_journal(prepared, mode, 
     assert [r.getMessage() for r in caplog.records].count(caplog.records[0].getMessage()) == 1
     assert "upgrade mode" in caplog.records[0].getMessage() and len(caplog.records) == 1
     (audit,) = sc.audit_records()
-    assert old in audit.old_name and audit.old_epoch == 0 and audit.epoch == sc.config.epoch
+    assert name_of(old) in audit.old_name
+    assert audit.old_epoch == 0 and audit.epoch == sc.config.epoch
     if mode is RestoreMode.UPGRADE_NEW:
         assert sc.journal != old and sc.config.epoch == 0
     else:

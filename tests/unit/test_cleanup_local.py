@@ -358,7 +358,7 @@ def tool_store(request, tmp_path):
 
         from actionjournal.stores.kafka import KafkaStore, KafkaStoreConfig
 
-        bootstrap = request.getfixturevalue("kafka_bootstrap")
+        bootstrap = request.getfixturevalue("aj_kafka_bootstrap")
         config = KafkaStoreConfig(
             bootstrap_servers=bootstrap, topic=f"tools-{uuid.uuid4().hex[:12]}", partitions=4
         )

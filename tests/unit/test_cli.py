@@ -507,3 +507,18 @@ def test_the_demo_never_deletes_files_it_did_not_make(tmp_path):
     demo.prepare(ours)  # an earlier demo's folder: its files go, others stay
     assert not (ours / "journal.db").exists() and (ours / "notes.txt").read_text() == "mine"
     shutil.rmtree(ours)
+
+
+def test_an_unreachable_broker_is_one_error_line_naming_it():
+    pytest.importorskip("confluent_kafka")
+    done = subprocess.run(
+        [sys.executable, "-m", "actionjournal.tools.cli", *K, "--store", "kafka", "--bootstrap",
+         "127.0.0.1:1", "--topic", "t", "--timeout", "2"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "127.0.0.1:1" in errors[0], done.stderr[-2000:]
+    assert done.stderr.rstrip().splitlines()[-1] == errors[0]
