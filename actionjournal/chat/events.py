@@ -15,7 +15,7 @@ from pydantic import BaseModel
 from actionjournal.chat.calls import Messages, normalize_messages
 from actionjournal.chat.models import ChatResponse
 from actionjournal.durable.errors import ConfigurationError
-from actionjournal.durable.values import _loaded_type, type_name
+from actionjournal.durable.values import loaded_type, type_name
 from actionjournal.operator.events import Event
 
 
@@ -70,7 +70,7 @@ class ChatRequestEvent(Event):
         name = self.attributes.get("schema")
         if name is None:
             return None
-        found = _loaded_type(name)
+        found = loaded_type(name)
         if found is None or not issubclass(found, BaseModel):
             raise ConfigurationError(
                 f"chat request {self.request_id!r} asks for schema {name}, which is not defined "

@@ -25,6 +25,7 @@ from actionjournal.durable.errors import (
     ReconcileError,
     UnknownOutcomeError,
 )
+from actionjournal.durable.exceptions import capture_error, rebuild_error
 from actionjournal.durable.identity import (
     arguments_digest,
     bound_arguments,
@@ -312,7 +313,7 @@ class ActionCalls:
             durable_id=opts.durable_id,
             arg_digest=digest,
             value=data,
-            error=self.values.capture_error(exc) if exc is not None else None,
+            error=capture_error(self.values, exc) if exc is not None else None,
             at=now,
             duration=now - started,
             reconciled=reconciled,
@@ -440,7 +441,7 @@ class ActionCalls:
 
     def _replay(self, finished: CallFinished) -> Any:
         if finished.error is not None:
-            raise self.values.rebuild_error(finished.error)
+            raise rebuild_error(self.values, finished.error)
         assert finished.value is not None
         return self.values.decode(finished.value)
 

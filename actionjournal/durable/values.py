@@ -31,7 +31,6 @@ import hashlib
 import logging
 import pickle
 import sys
-import traceback
 import uuid
 import zoneinfo
 from typing import Any
@@ -40,15 +39,12 @@ import msgspec
 from pydantic import BaseModel
 
 from actionjournal.durable.errors import (
-    ActionJournalError,
     CorruptRecordError,
     EncodingError,
     PayloadTooLargeError,
     PickleDisabledError,
-    RecordedCallError,
 )
 from actionjournal.durable.guards import GuardObserver, where
-from actionjournal.durable.records import ErrorInfo
 
 log = logging.getLogger("actionjournal.guards")
 
@@ -82,7 +78,7 @@ def type_name(obj_type: type) -> str:
     return f"{obj_type.__module__}.{obj_type.__qualname__}"
 
 
-def _loaded_type(name: str) -> type | None:
+def loaded_type(name: str) -> type | None:
     """Find a type by dotted name among modules already imported.
 
     Journal data never triggers an import: the code that defined the type has
@@ -129,7 +125,6 @@ class ValueCodec:
         self._sorted = msgspec.msgpack.Encoder(order="sorted").encode  # canonical plain data
         self._decoder = msgspec.msgpack.Decoder(ext_hook=self._ext_hook)
         self._legacy_encoder = msgspec.msgpack.Encoder(enc_hook=self._legacy_hook, order="sorted")
-        self._warned: set[str] = set()  # exception types already warned about
 
     # -- values ---------------------------------------------------------------
 
@@ -155,6 +150,14 @@ class ValueCodec:
             return self._decoder.decode(data)
         except msgspec.DecodeError as exc:
             raise CorruptRecordError(f"journaled value does not decode: {exc}") from None
+
+    def exact(self, value: Any) -> bytes | None:
+        """The value's bytes, or ``None`` when it cannot be journaled; no size guard (for
+        comparing values, and for an exception's args and attributes)."""
+        try:
+            return self._encode(value, "value", canonical=False)
+        except EncodingError:
+            return None
 
     def roundtrip(self, value: Any, what: str = "value") -> tuple[bytes, Any]:
         data = self.encode(value, what)
@@ -296,7 +299,7 @@ class ValueCodec:
     def _typed(self, code: int, kind: type, payload: Any, canonical: bool) -> msgspec.msgpack.Ext:
         """A value of a user class, journaled with the class's name to find it on decoding."""
         name = type_name(kind)
-        if not canonical and _loaded_type(name) is not kind:
+        if not canonical and loaded_type(name) is not kind:
             raise _Refused(
                 f"its class {name} cannot be found by that name (is it defined inside a "
                 "function?), so it could not be rebuilt after a restart: define it at module level"
@@ -353,90 +356,6 @@ class ValueCodec:
         if code in (_PYDANTIC, _ENUM, _DATACLASS, _NAMEDTUPLE):
             return _rebuild_typed(code, *payload)
         raise CorruptRecordError(f"unknown MessagePack extension code {code}")
-
-    # -- errors ---------------------------------------------------------------
-
-    def capture_error(self, exc: BaseException, depth: int = 0) -> ErrorInfo:
-        """Record an exception: type, message, args, attributes (``__dict__``), cause chain.
-
-        When it could not be rebuilt equal from what is recorded (an attribute that cannot
-        be journaled, a class not reachable by its name), args and state are left out and
-        it replays as :class:`RecordedCallError`; that is logged once per exception type.
-        """
-        cause = exc.__cause__ or (None if exc.__suppress_context__ else exc.__context__)
-        info = ErrorInfo(
-            type=type_name(type(exc)),
-            message=_text(exc),
-            args=None,
-            cause=self.capture_error(cause, depth + 1) if cause is not None and depth < 8 else None,
-            traceback="".join(traceback.format_exception_only(type(exc), exc)).strip(),
-        )
-        try:
-            args = self._plain(self._lower(list(exc.args), False))
-            state = self._plain(self._lower(_state(exc), False))
-        except (_Refused, TypeError, ValueError, OverflowError) as refused:
-            self._warn_unrebuildable(
-                info.type, f"it holds a value that cannot be journaled: {refused}"
-            )
-            return info
-        recorded = msgspec.structs.replace(info, args=args, state=state)
-        if self._rebuilt(recorded) is None:
-            self._warn_unrebuildable(
-                info.type, "it is not equal when rebuilt from its args and attributes"
-            )
-            return info
-        return recorded
-
-    def rebuild_error(self, info: ErrorInfo) -> BaseException:
-        """The recorded exception, rebuilt equal when it can be; else a RecordedCallError."""
-        exc = self._rebuilt(info) or RecordedCallError(info.type, info.message)
-        if info.cause is not None:
-            exc.__cause__ = self.rebuild_error(info.cause)
-        return exc
-
-    def _rebuilt(self, info: ErrorInfo) -> BaseException | None:
-        """``type.__new__`` + args + attributes (the class's constructor only if that is not
-        equal), accepted only if type, ``str()``, args and attributes equal the recorded ones."""
-        cls = _loaded_type(info.type)
-        if cls is None or not issubclass(cls, BaseException) or info.args is None:
-            return None
-        try:
-            args = tuple(self.decode(info.args))
-            state = self.decode(info.state) if info.state is not None else {}
-        except ActionJournalError:
-            return None
-        for construct in (cls.__new__, lambda cls, *args: cls(*args)):
-            try:
-                exc = construct(cls, *args)
-                exc.args = args
-                for name, value in state.items():
-                    setattr(exc, name, value)
-                if self._equal(exc, info):
-                    return exc
-            except Exception:
-                continue
-        return None
-
-    def _equal(self, exc: BaseException, info: ErrorInfo) -> bool:
-        if _text(exc) != info.message:
-            return False
-        if info.state is None:  # recorded before attributes were: message and type only
-            return True
-        args = self._plain(self._lower(list(exc.args), False))
-        return args == info.args and self._plain(self._lower(_state(exc), False)) == info.state
-
-    def _warn_unrebuildable(self, name: str, reason: str) -> None:
-        if name in self._warned:
-            return
-        self._warned.add(name)
-        log.warning(
-            "exception %s%s cannot be journaled so that a replay raises it again: %s. After a "
-            "restart its replay raises RecordedCallError instead; raise an exception whose args "
-            "and attributes are plain data, or pass record_failures=False to the call",
-            name,
-            where(),
-            reason,
-        )
 
     def _legacy_hook(self, obj: Any) -> Any:
         if isinstance(obj, BaseModel):
@@ -502,7 +421,7 @@ _TYPED_KINDS = {
 
 def _rebuild_typed(code: int, name: str, payload: Any) -> Any:
     what, base = _TYPED_KINDS[code]
-    cls = _loaded_type(name)
+    cls = loaded_type(name)
     if cls is None or not issubclass(cls, base):
         raise CorruptRecordError(
             f"journaled {what} {name} is not defined in this process; import the module that "
@@ -526,19 +445,3 @@ def _rebuild_typed(code: int, name: str, payload: Any) -> Any:
     for field, value in payload.items():  # as journaled, without running __init__ again
         object.__setattr__(obj, field, value)
     return obj
-
-
-def _state(exc: BaseException) -> dict[str, Any]:
-    """An exception's attributes: its ``__dict__``, and the file names of an OSError, which
-    live outside it and outside its args."""
-    state = dict(vars(exc))
-    if isinstance(exc, OSError):
-        state.update({k: getattr(exc, k) for k in ("filename", "filename2") if getattr(exc, k)})
-    return state
-
-
-def _text(exc: BaseException) -> str:
-    try:
-        return str(exc)
-    except Exception:
-        return f"<{type_name(type(exc))} whose str() raised>"

@@ -39,6 +39,7 @@ import msgspec
 from actionjournal import LocalRunner
 from actionjournal.durable.codec import RecordCodec
 from actionjournal.durable.errors import JournalWriteError
+from actionjournal.durable.exceptions import capture_error
 from actionjournal.durable.records import (
     CONTROL_KEY,
     FORMAT_VERSION,
@@ -93,7 +94,7 @@ def sample_error(values: ValueCodec):
         except KeyError as inner:
             raise ValueError("bad order", 42) from inner
     except ValueError as exc:
-        return values.capture_error(exc)
+        return capture_error(values, exc)
 
 
 def sample_records(values: ValueCodec) -> dict[str, JournalRecord]:

@@ -20,6 +20,7 @@ import pytest
 
 from actionjournal.durable.codec import RECORD_TYPES, RecordCodec
 from actionjournal.durable.errors import ActionJournalError, SignatureError
+from actionjournal.durable.exceptions import rebuild_error
 from actionjournal.durable.records import FORMAT_VERSION, CallFinished, Marker
 from actionjournal.durable.values import ValueCodec
 from actionjournal.operator.engine import KeyState
@@ -101,7 +102,7 @@ def test_values_and_errors_decode(golden):
         (failed,) = [e for e in manifest["records"] if e["file"].endswith("error.unsigned.bin")]
         record = RecordCodec().decode((golden / failed["file"]).read_bytes())
         assert isinstance(record, CallFinished) and record.error is not None
-        error = values.rebuild_error(record.error)
+        error = rebuild_error(values, record.error)
         expected = manifest["error"]
         assert f"{type(error).__module__}.{type(error).__qualname__}" == expected["type"]
         assert str(error) == expected["message"]

@@ -17,6 +17,7 @@ from actionjournal.durable.errors import (
     SignatureError,
     UnsupportedFormatError,
 )
+from actionjournal.durable.exceptions import capture_error, rebuild_error
 from actionjournal.durable.records import RunCompleted
 from actionjournal.durable.values import ValueCodec
 
@@ -107,7 +108,7 @@ def test_error_that_cannot_be_rebuilt_replays_as_recorded_call_error():
     codec = ValueCodec()
     for exc in (Local("402: payment required"), NeedsTwoArgs(402, "payment required")):
         exc.lock = threading.Lock()  # an attribute that cannot be journaled
-        rebuilt = codec.rebuild_error(codec.capture_error(exc))
+        rebuilt = rebuild_error(codec, capture_error(codec, exc))
         assert isinstance(rebuilt, RecordedCallError)
         assert rebuilt.original_type.endswith(type(exc).__qualname__)
         assert "402: payment required" in str(rebuilt)
@@ -121,6 +122,6 @@ def test_error_type_args_and_cause_chain_survive():
         except KeyError as inner:
             raise ValueError("outer", 7) from inner
     except ValueError as exc:
-        rebuilt = codec.rebuild_error(codec.capture_error(exc))
+        rebuilt = rebuild_error(codec, capture_error(codec, exc))
     assert type(rebuilt) is ValueError and rebuilt.args == ("outer", 7)
     assert type(rebuilt.__cause__) is KeyError and rebuilt.__cause__.args == ("inner",)

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import re
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -297,3 +300,22 @@ def test_a_call_stopped_with_its_run_keeps_no_outcome_and_says_so():
     assert isinstance(cause, UnknownOutcomeError)
     assert "the process stopped, or the action was stopped, while it ran" in str(cause)
     assert EXECUTED == []
+
+
+def test_the_zero_argument_sample_of_the_docs_runs_as_written():
+    """docs/reconcilers.md, Flink Agents' form: killed after the charge, before its outcome
+    was journaled, the restore asks `recovered_charge` and charges nothing again."""
+    text = (Path(__file__).parents[2] / "docs" / "reconcilers.md").read_text()
+    (block,) = [b for b in re.findall(r"```python\n(.*?)```", text, re.S) if "CHARGES" in b]
+    namespace: dict[str, Any] = {"__name__": "docs_reconcilers"}
+    exec(block, namespace)
+    store = MemoryStore()
+    asyncio.run(LocalRunner(namespace["Shop"](), store).run([("k", {"id": 1})]))
+    store.entries = [  # as if the process died after the charge, before its outcome
+        e for e in store.entries if type(store.codec.decode(e[3])).__name__ == "CallStarted"
+    ]
+    runner = LocalRunner(namespace["Shop"](), store)
+    asyncio.run(runner.run([("k", {"id": 1})]))
+    assert [event.output for _, event in runner.outputs] == [{"charge_id": "ch-1"}]
+    assert runner.counts["reconciled"] == 1 and runner.counts["executed"] == 0
+    assert len(namespace["CHARGES"]) == 1

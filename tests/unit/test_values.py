@@ -301,7 +301,7 @@ def test_a_replayed_exception_equals_the_original_or_is_a_recorded_call_error(ca
     first run already warns about."""
     store = MemoryStore()
     Raises.seen = []
-    with caplog.at_level(logging.WARNING, logger="actionjournal.guards"):
+    with caplog.at_level(logging.WARNING):
         for _ in range(2):
             with pytest.raises(ActionFailedError):
                 asyncio.run(LocalRunner(Raises(), store).run([("k", 1)]))

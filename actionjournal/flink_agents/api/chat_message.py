@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, field_serializer, field_validator
 
-from actionjournal.durable.values import _loaded_type, type_name
+from actionjournal.durable.values import loaded_type, type_name
 
 _MODEL = "__pydantic_model__"
 
@@ -52,7 +52,7 @@ class ChatMessage(BaseModel):
 def _rebuilt(value: Any) -> Any:
     """A tagged model back as its class, found among loaded modules (never imported)."""
     if isinstance(value, dict) and set(value) == {_MODEL, "data"}:
-        model = _loaded_type(value[_MODEL])
+        model = loaded_type(value[_MODEL])
         if isinstance(model, type) and issubclass(model, BaseModel):
             return model.model_validate(value["data"])
     return value

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, model_serializer, model_validator
 
-from actionjournal.durable.values import _loaded_type, type_name
+from actionjournal.durable.values import loaded_type, type_name
 
 
 class OutputSchema(BaseModel):
@@ -26,7 +26,7 @@ class OutputSchema(BaseModel):
     def _from_name(cls, data: Any) -> Any:
         schema = data.get("output_schema") if isinstance(data, dict) else None
         if isinstance(schema, dict):
-            found = _loaded_type(str(schema.get("class")))
+            found = loaded_type(str(schema.get("class")))
             if not (isinstance(found, type) and issubclass(found, BaseModel)):
                 raise ValueError(
                     f"output schema {schema.get('class')} is not defined in this process; "
