@@ -19,8 +19,10 @@ from actionjournal.flink_agents.api.agents.agent import Agent
 from actionjournal.flink_agents.api.agents.react_agent import ReActAgent
 from actionjournal.flink_agents.api.decorators import action
 from actionjournal.flink_agents.api.events.event import Event, InputEvent, OutputEvent
-from actionjournal.flink_agents.api.resource import ResourceDescriptor, ResourceName
+from actionjournal.flink_agents.api.execution_environment import AgentsExecutionEnvironment
+from actionjournal.flink_agents.api.resource import ResourceDescriptor, ResourceName, ResourceType
 from actionjournal.flink_agents.api.runner_context import RunnerContext
+from actionjournal.flink_agents.api.tools.tool import Tool
 
 SCORED: Counter[str] = Counter()  # calls of score_aspect in this process
 
@@ -117,6 +119,22 @@ class ReviewFanOut(Agent):
         ctx.send_event(OutputEvent(output=verdict))
 
 
+# -- rows of a table in, rows out ------------------------------------------------------
+
+
+class RowUpper(Agent):
+    """Receives a PyFlink ``Row`` (``from_table``) and answers one (``to_table``)."""
+
+    @action(InputEvent)
+    @staticmethod
+    def upper(event: Event, ctx: RunnerContext) -> None:
+        from pyflink.common import Row
+
+        row = InputEvent.from_event(event).input
+        assert isinstance(row, Row), type(row)
+        ctx.send_event(OutputEvent(output=Row(id=row.id, text=row.text.upper())))
+
+
 # -- a payment with upstream's zero-argument reconciler ---------------------------------
 
 KILL_AFTER_CHARGE = "PORTING_KILL_AFTER_CHARGE"  # an order id: die once it was charged
@@ -146,68 +164,79 @@ class Payments(Agent):
     def pay(event: Event, ctx: RunnerContext) -> None:
         order = InputEvent.from_event(event).input
         url = ctx.config.get_str("payments.url")
+        reconcile = ctx.config.get_bool("payments.reconcile", True)
         receipt = ctx.durable_execute(
             charge,
             url,
             order["id"],
             order["amount"],
-            reconciler=lambda: charged(url, order["id"]),
+            reconciler=(lambda: charged(url, order["id"])) if reconcile else None,
         )
         ctx.send_event(OutputEvent(output=receipt))
 
 
 # -- a ReAct agent whose tools call a service ------------------------------------------
 
-TOOLS_URL = "PORTING_TOOLS_URL"
-KILL_AT_TOOL = "PORTING_KILL_AT_TOOL"  # a tool name: die when the model asks for it
-KILL_ONCE_MARKER = "PORTING_KILL_ONCE_MARKER"  # a file: die only if it does not exist yet
 
+class SupportTools:
+    """Tools of the support agent; they call the service at ``url`` (which counts calls).
 
-def _tool_service(name: str, value: object) -> str:
-    if os.environ.get(KILL_AT_TOOL) == name:
-        marker = os.environ.get(KILL_ONCE_MARKER)
-        if marker is None or not Path(marker).exists():
-            if marker is not None:
-                Path(marker).write_text(f"killed at {name} in pid {os.getpid()}\n")
+    ``kill_at``: the tool that SIGKILLs its process instead of calling the service, once
+    (while ``marker`` does not exist yet; it is created just before).
+    """
+
+    def __init__(self, url: str, kill_at: str | None = None, marker: str | None = None) -> None:
+        self.url = url
+        self.kill_at = kill_at
+        self.marker = marker
+
+    def lookup_order(self, order_id: str) -> str:
+        """Find an order.
+
+        Parameters
+        ----------
+        order_id : str
+            The order's id.
+        """
+        return self._call("lookup_order", {"order": order_id, "amount": 30})
+
+    def refund(self, order_id: str, amount: int) -> str:
+        """Refund an order.
+
+        Parameters
+        ----------
+        order_id : str
+            The order to refund.
+        amount : int
+            How much to refund.
+        """
+        return self._call("refund", {"order": order_id, "refunded": amount})
+
+    def _call(self, name: str, value: object) -> str:
+        if name == self.kill_at and not (self.marker and Path(self.marker).exists()):
+            if self.marker:
+                Path(self.marker).write_text(f"killed at {name} in pid {os.getpid()}\n")
             os.kill(os.getpid(), 9)
-    from actionjournal import current_call
+        from actionjournal import current_call
 
-    call = current_call()
-    assert call is not None, "a tool runs as a durable call"
-    reply = httpx.post(
-        f"{os.environ[TOOLS_URL]}/calls/{name}", json={"call_id": call.call_id, "value": value}
-    )
-    reply.raise_for_status()
-    return str(reply.json()["value"])
+        call = current_call()
+        assert call is not None, "a tool runs as a durable call"
+        body = {"call_id": call.call_id, "value": value}
+        reply = httpx.post(f"{self.url}/calls/{name}", json=body, timeout=30)
+        reply.raise_for_status()
+        return str(reply.json()["value"])
 
-
-def lookup_order(order_id: str) -> str:
-    """Find an order.
-
-    Parameters
-    ----------
-    order_id : str
-        The order's id.
-    """
-    return _tool_service("lookup_order", {"order": order_id, "amount": 30})
+    def register(self, env: AgentsExecutionEnvironment) -> None:
+        """Declare both tools in ``env``, as upstream's examples do."""
+        env.add_resource("lookup_order", ResourceType.TOOL, Tool.from_callable(self.lookup_order))
+        env.add_resource("refund", ResourceType.TOOL, Tool.from_callable(self.refund))
 
 
-def refund(order_id: str, amount: int) -> str:
-    """Refund an order.
-
-    Parameters
-    ----------
-    order_id : str
-        The order to refund.
-    amount : int
-        How much to refund.
-    """
-    return _tool_service("refund", {"order": order_id, "refunded": amount})
-
-
-TOOL_PLAN = [
-    [{"name": "lookup_order", "arguments": {"order_id": "o-1"}}],
-    [{"name": "refund", "arguments": {"order_id": "o-1", "amount": 30}}],
+TOOL_PLAN = [  # one round: the model asks for both tools at once, run one after the other
+    [
+        {"name": "lookup_order", "arguments": {"order_id": "o-1"}},
+        {"name": "refund", "arguments": {"order_id": "o-1", "amount": 30}},
+    ]
 ]
 
 

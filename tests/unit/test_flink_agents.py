@@ -36,7 +36,6 @@ from actionjournal.flink_agents.api.memory_object import MemoryObject
 from actionjournal.flink_agents.api.memory_reference import MemoryRef
 from actionjournal.flink_agents.api.resource import ResourceDescriptor, ResourceType
 from actionjournal.flink_agents.api.runner_context import RunnerContext
-from actionjournal.flink_agents.api.tools.tool import Tool
 from actionjournal.flink_agents.runtime import events as face_events
 from actionjournal.flink_agents.runtime.configuration import journal_config, store_config
 from actionjournal.flink_agents.runtime.remote_execution_environment import (
@@ -48,13 +47,11 @@ from actionjournal.testing.service import CountingService
 from tests.porting_agents import (
     SCORED,
     TOOL_PLAN,
-    TOOLS_URL,
     ReviewFanOut,
+    SupportTools,
     UnifiedEventAgent,
     Verdict,
-    lookup_order,
     model_server_connection,
-    refund,
     support_agent,
 )
 
@@ -346,32 +343,26 @@ def test_the_flink_environment_maps_options_to_its_job_config():
 # -- chat models, tools, built-in actions -------------------------------------------------
 
 
-@pytest.fixture
-def tools_service(monkeypatch):
-    with CountingService() as service:
-        monkeypatch.setenv(TOOLS_URL, service.url)
-        yield service
-
-
 @pytest.mark.parametrize("protocol", ["ollama", "openai"])
-def test_a_react_agent_calls_its_tools_as_durable_calls(tmp_path, protocol, tools_service):
+def test_a_react_agent_calls_its_tools_as_durable_calls(tmp_path, protocol):
     def configure(env):
         env.add_resource("model_server", ResourceType.CHAT_MODEL_CONNECTION, connection)
-        env.add_resource("lookup_order", ResourceType.TOOL, Tool.from_callable(lookup_order))
-        env.add_resource("refund", ResourceType.TOOL, Tool.from_callable(refund))
+        SupportTools(tools_service.url).register(env)
 
     inputs = [{"key": "customer-1", "value": "refund my order o-1"}]
-    with ModelServer(tool_calls={"support": TOOL_PLAN}) as server:
+    with (
+        ModelServer(tool_calls={"support": TOOL_PLAN}) as server,
+        CountingService() as tools_service,
+    ):
         connection = model_server_connection(protocol, server.url)
         (out,) = run(support_agent(protocol), inputs, tmp_path / "j.db", configure)
         assert out["customer-1"].startswith("[support] reply")
         assert tools_service.calls_by_name() == {"lookup_order": 1, "refund": 1}
-        assert server.count() == 3 and not server.repeated()
-        offered = server.requests[0].tools
-        assert sorted(offered) == ["lookup_order", "refund"]
+        assert server.count() == 2 and not server.repeated()
+        assert sorted(server.requests[0].tools) == ["lookup_order", "refund"]
         # Run again on the journal: the answer is replayed, nothing is asked or called again.
         assert run(support_agent(protocol), inputs, tmp_path / "j.db", configure) == [out]
-        assert server.count() == 3 and tools_service.executions() == 2
+        assert server.count() == 2 and tools_service.executions() == 2
 
 
 class EchoConnection(BaseChatModelConnection):
