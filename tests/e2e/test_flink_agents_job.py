@@ -12,6 +12,7 @@ from actionjournal.flink_agents.api.resource import ResourceType
 from actionjournal.testing.flink import JsonLines, local_env, paced_source
 from actionjournal.testing.model_server import ModelServer
 from actionjournal.testing.service import CountingService
+from tests.docs import docs_sample
 from tests.porting_agents import (
     TOOL_PLAN,
     RowUpper,
@@ -95,3 +96,20 @@ def test_a_table_in_and_a_table_out(tmp_path):
     with result.execute().collect() as rows:
         got = sorted((row[0], row[1]) for row in rows)
     assert got == [(1, "PASTA"), (2, "PIZZA")]
+
+
+def test_the_porting_docs_flink_sample_runs_as_written(tmp_path, monkeypatch):
+    from actionjournal.durable.identity import key_id
+    from actionjournal.durable.records import RunCompleted
+    from actionjournal.stores import SqliteStore
+
+    monkeypatch.chdir(tmp_path)
+    namespace: dict = {"__name__": "porting_docs"}
+    exec(docs_sample("porting.md", "class Checkout(Agent)"), namespace)
+    exec(docs_sample("porting.md", "from_datastream"), namespace)
+    store = SqliteStore(tmp_path / "checkout.db")
+    try:
+        records = store.read_key("default", "Checkout", key_id("o-2"), None)
+    finally:
+        store.close()
+    assert any(isinstance(r, RunCompleted) for r in records), "the job journaled no run of o-2"

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import re
 import subprocess
 import sys
 import time
@@ -36,6 +35,7 @@ from actionjournal.reconcilers import (
 )
 from actionjournal.stores import MemoryStore
 from actionjournal.testing.remote_agents import RemoteAgentService
+from tests.docs import docs_sample
 
 AGENT = "researcher"
 
@@ -382,19 +382,12 @@ def test_a_body_the_service_refuses_says_so_and_starts_nothing():
     assert "agent name" not in str(error)
 
 
-def docs_sample(containing: str) -> str:
-    """The one python block of docs/reconcilers.md that contains ``containing``."""
-    text = (Path(__file__).parents[2] / "docs" / "reconcilers.md").read_text()
-    (block,) = [b for b in re.findall(r"```python\n(.*?)```", text, re.S) if containing in b]
-    return block
-
-
 def test_docs_samples_run_as_written(service):
-    exec(docs_sample("with RemoteAgentService("), {})
+    exec(docs_sample("reconcilers.md", "with RemoteAgentService("), {})
     namespace: dict[str, Any] = {}
-    exec(docs_sample('message_field="input"'), namespace)
+    exec(docs_sample("reconcilers.md", 'message_field="input"'), namespace)
     assert namespace["research"].completed_event == "done"
-    exec(docs_sample("class Assistant"), namespace)
+    exec(docs_sample("reconcilers.md", "class Assistant"), namespace)
     namespace["research"].base_url = service.url  # the docs' service, here on 127.0.0.1
     runner = LocalRunner(namespace["Assistant"](), MemoryStore())
     inputs = [("u1", {"question": "what is a journal?"}), ("u2", {"question": "fail me"})]

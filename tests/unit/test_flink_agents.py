@@ -44,6 +44,7 @@ from actionjournal.flink_agents.runtime.remote_execution_environment import (
 from actionjournal.stores import KafkaStoreConfig, NoStoreConfig, SqliteStoreConfig
 from actionjournal.testing.model_server import ModelServer
 from actionjournal.testing.service import CountingService
+from tests.docs import docs_sample
 from tests.porting_agents import (
     SCORED,
     TOOL_PLAN,
@@ -489,3 +490,35 @@ def test_upstream_class_names_in_descriptors_mean_ours():
         clazz="flink_agents.integrations.chat_models.ollama_chat_model.OllamaChatModelConnection"
     )
     assert descriptor.clazz.__module__.startswith("actionjournal.flink_agents.")
+
+
+class Blocking(Agent):
+    @action(InputEvent)
+    @staticmethod
+    async def act(event: Event, ctx: RunnerContext) -> None:
+        ctx.durable_execute(len, "abc")  # upstream blocks the operator here
+
+
+def test_a_blocking_durable_call_in_an_async_action_is_refused(tmp_path):
+    with pytest.raises(ActionFailedError, match="await ctx.durable_execute_async"):
+        run(Blocking(), [{"key": "k", "value": 1}], tmp_path / "j")
+
+
+# -- docs/porting.md -------------------------------------------------------------------------
+
+
+def test_the_porting_docs_samples_run_as_written(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    first: dict[str, Any] = {"__name__": "porting_docs"}
+    exec(docs_sample("porting.md", "class Checkout(Agent)"), first)
+    assert first["outputs"] == [{"alice": {"order": "o-1", "charged": 30}}]
+    assert first["CHARGED"] == ["o-1"] and (tmp_path / "checkout.db").exists()
+    again: dict[str, Any] = {"__name__": "porting_docs"}
+    exec(docs_sample("porting.md", "class Checkout(Agent)"), again)  # the script run again
+    assert again["outputs"] == first["outputs"] and again["CHARGED"] == []
+    assert capsys.readouterr().out.splitlines() == [str(first["outputs"])] * 2
+    configured: dict[str, Any] = {"AgentsExecutionEnvironment": AgentsExecutionEnvironment}
+    exec(docs_sample("porting.md", "ACTION_STATE_STORE_BACKEND"), configured)
+    conf = configured["config"]
+    assert store_config(conf, "j.db") == KafkaStoreConfig(bootstrap_servers="localhost:9092")
+    assert journal_config(conf).on_divergence == "rerun"
