@@ -24,3 +24,5 @@ def test_demo_recovers_without_duplicates(mode, tmp_path):
     lines = result.stdout.strip().splitlines()
     assert LAST_LINE.match(lines[-1]), lines[-1]
     assert any("SIGKILL" in line for line in lines)
+    # It says what it is doing before each long step.
+    assert any(line.startswith("demo: running the") for line in lines[:3]), lines
