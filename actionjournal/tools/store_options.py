@@ -157,8 +157,12 @@ def store_config(args: argparse.Namespace) -> ToolStoreConfig | None:
     )
 
 
-def location(config: ToolStoreConfig) -> dict[str, Any]:
-    """What a plan records to reach the store again: the config without client settings."""
+def location(config: ToolStoreConfig, store: object = None) -> dict[str, Any]:
+    """What a plan records to reach the store again: the config without client settings;
+    the one the opened ``store`` found (its real partition or bucket count) when it has one."""
+    found = getattr(store, "config", None)
+    if isinstance(found, type(config)):
+        config = found
     return config.model_dump(mode="json", exclude={"client_config"})
 
 

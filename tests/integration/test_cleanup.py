@@ -41,6 +41,9 @@ def test_plan_apply_restore_on_kafka(kafka_store, aj_kafka_bootstrap, topic, tmp
     scenario = sc.build(store, tmp_path)
     out, doc = plan(tmp_path, aj_kafka_bootstrap, topic, scenario.s)
     assert doc["store"]["backend"] == "kafka" and doc["store"]["uid"] == store.identity.uid
+    location = doc["location"]  # the job's store config, as the topic is: 4 partitions
+    assert (location["backend"], location["topic"], location["partitions"]) == ("kafka", topic, 4)
+    assert "client_config" not in location
     busy = store.partition_of(key_id("busy"))
     entry = doc["partitions"][busy]
     assert entry["delete_below"] is not None and entry["records_deleted"] > 0

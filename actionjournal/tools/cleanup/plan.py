@@ -309,7 +309,7 @@ def make_plan(
         store=PlanStore(
             identity.backend, identity.name, identity.uid, len(partitions), store.shared_deletes
         ),
-        location=location(config),
+        location=location(config, store),
         namespace=namespace,
         operator_uid=operator_uid,
         epoch=max(epochs) if epochs else 0,
