@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from actionjournal.chat.models import ChatResponse, Message
+from actionjournal.chat.models import ChatModel, ChatResponse, Message
 from actionjournal.flink_agents.api.chat_message import ChatMessage, MessageRole
 from actionjournal.flink_agents.api.tools.tool import Tool, ToolMetadata
 
@@ -77,3 +78,28 @@ def from_response(response: ChatResponse) -> ChatMessage:
     return ChatMessage(
         role=MessageRole.ASSISTANT, content=response.content, tool_calls=calls, extra_args=extra
     )
+
+
+class Clients:
+    """A connection's clients, one per model and options: each keeps its HTTP connections
+    open across requests, from any thread."""
+
+    def __init__(self) -> None:
+        self._clients: dict[str, ChatModel] = {}
+        self._lock = threading.Lock()
+
+    def get(self, model: str, options: dict[str, Any], make: Callable[[], ChatModel]) -> ChatModel:
+        key = repr((model, sorted(options.items())))
+        with self._lock:
+            if key not in self._clients:
+                self._clients[key] = make()
+            return self._clients[key]
+
+    def __reduce__(self) -> tuple[type, tuple[()]]:
+        return Clients, ()  # a copy (a pickled connection) opens its own
+
+    def close(self) -> None:
+        with self._lock:
+            for client in self._clients.values():
+                client.close()
+            self._clients.clear()

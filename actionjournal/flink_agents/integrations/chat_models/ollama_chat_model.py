@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import Field, PrivateAttr
 
-from actionjournal.chat.models import OllamaChat
+from actionjournal.chat.models import ChatModel, OllamaChat
 from actionjournal.flink_agents.api.chat_message import ChatMessage
 from actionjournal.flink_agents.api.chat_models.chat_model import (
     BaseChatModelConnection,
@@ -16,6 +16,7 @@ from actionjournal.flink_agents.api.chat_models.chat_model import (
 )
 from actionjournal.flink_agents.api.tools.tool import Tool
 from actionjournal.flink_agents.integrations.chat_models.chat_model_utils import (
+    Clients,
     from_response,
     to_messages,
     tool_specs,
@@ -32,7 +33,7 @@ class OllamaChatModelConnection(BaseChatModelConnection):
 
     base_url: str = "http://localhost:11434"
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT
-    _models: dict[str, OllamaChat] = PrivateAttr(default_factory=dict)
+    _clients: Clients = PrivateAttr(default_factory=Clients)
 
     def chat(
         self, messages: Sequence[ChatMessage], tools: list[Tool] | None = None, **kwargs: Any
@@ -49,17 +50,16 @@ class OllamaChatModelConnection(BaseChatModelConnection):
         return reply
 
     def close(self) -> None:
-        for client in self._models.values():
-            client.close()
-        self._models.clear()
+        self._clients.close()
 
-    def _client(self, model: str, options: dict[str, Any]) -> OllamaChat:
-        key = repr((model, sorted(options.items())))
-        if key not in self._models:
-            self._models[key] = OllamaChat(
+    def _client(self, model: str, options: dict[str, Any]) -> ChatModel:
+        return self._clients.get(
+            model,
+            options,
+            lambda: OllamaChat(
                 endpoint=self.base_url, model=model, timeout=self.request_timeout, options=options
-            )
-        return self._models[key]
+            ),
+        )
 
 
 class OllamaChatModelSetup(BaseChatModelSetup):

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import Field, PrivateAttr, model_validator
 
-from actionjournal.chat.models import OpenAIChat
+from actionjournal.chat.models import ChatModel, OpenAIChat
 from actionjournal.flink_agents.api.chat_message import ChatMessage
 from actionjournal.flink_agents.api.chat_models.chat_model import (
     BaseChatModelConnection,
@@ -16,6 +16,7 @@ from actionjournal.flink_agents.api.chat_models.chat_model import (
 )
 from actionjournal.flink_agents.api.tools.tool import Tool
 from actionjournal.flink_agents.integrations.chat_models.chat_model_utils import (
+    Clients,
     from_response,
     to_messages,
     tool_specs,
@@ -39,8 +40,8 @@ class OpenAIChatModelConnection(BaseChatModelConnection):
     max_retries: int = Field(default=3, ge=0)
     timeout: float = Field(default=60.0, gt=0)
     default_headers: dict[str, str] | None = None
-    reuse_client: bool = True
-    _models: dict[str, OpenAIChat] = PrivateAttr(default_factory=dict)
+    reuse_client: bool = True  # accepted; clients are always reused (one per model)
+    _clients: Clients = PrivateAttr(default_factory=Clients)
 
     @model_validator(mode="after")
     def _from_environment(self) -> OpenAIChatModelConnection:
@@ -59,14 +60,13 @@ class OpenAIChatModelConnection(BaseChatModelConnection):
         return from_response(client.request(model, to_messages(messages), tools=tool_specs(tools)))
 
     def close(self) -> None:
-        for client in self._models.values():
-            client.close()
-        self._models.clear()
+        self._clients.close()
 
-    def _client(self, model: str, options: dict[str, Any]) -> OpenAIChat:
-        key = repr((model, sorted(options.items())))
-        if key not in self._models or not self.reuse_client:
-            self._models[key] = OpenAIChat(
+    def _client(self, model: str, options: dict[str, Any]) -> ChatModel:
+        return self._clients.get(
+            model,
+            options,
+            lambda: OpenAIChat(
                 endpoint=str(self.api_base_url),
                 model=model,
                 timeout=self.timeout,
@@ -74,8 +74,8 @@ class OpenAIChatModelConnection(BaseChatModelConnection):
                 api_key=self.api_key,
                 headers=self.default_headers or {},
                 options=options,
-            )
-        return self._models[key]
+            ),
+        )
 
 
 class OpenAIChatModelSetup(BaseChatModelSetup):
