@@ -260,8 +260,9 @@ def prepare(directory: Path) -> None:
     marker = directory / MARKER
     if directory.is_dir() and any(directory.iterdir()) and not marker.exists():
         raise ToolError(
-            f"--dir {directory} is not empty and was not made by the demo: give a new or empty "
-            "directory (the demo never deletes files it did not make)"
+            f"--dir {directory} is not empty and was not made by the demo (it has no {MARKER} "
+            "file): give a new or empty directory, or delete this one yourself if a demo of an "
+            "older release made it (the demo never deletes files it did not make)"
         )
     directory.mkdir(parents=True, exist_ok=True)
     for name in DEMO_FILES:
