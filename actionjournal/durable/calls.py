@@ -256,39 +256,45 @@ class ActionCalls:
                     return settled[0]
 
         needs_start = opts.reconciler is not None or policy != "rerun"
-        if needs_start:
-            yield _Write(
-                self.writer,
-                self.writer.build(
-                    CallStarted,
-                    action_id=self.action_id,
-                    index=index,
-                    call_id=cid,
-                    function_id=fid,
-                    durable_id=opts.durable_id,
-                    arg_digest=digest,
-                    attempt=attempt,
-                    at=time.time(),
-                ),
-                f"durable call {fid} was not started: its CallStarted was not journaled",
-            )
         started = time.time()
+        finish = functools.partial(self._finish, index, fid, digest, cid, opts, started)
+        if needs_start:
+            try:
+                yield _Write(
+                    self.writer,
+                    self.writer.build(
+                        CallStarted,
+                        action_id=self.action_id,
+                        index=index,
+                        call_id=cid,
+                        function_id=fid,
+                        durable_id=opts.durable_id,
+                        arg_digest=digest,
+                        attempt=attempt,
+                        at=started,
+                    ),
+                    f"durable call {fid} was not started: its CallStarted was not journaled",
+                )
+            except asyncio.CancelledError as exc:  # before it ran
+                if not self._action_stopping():
+                    yield finish(None, exc)
+                raise
         clock = time.perf_counter()
         try:
             value = yield _Invoke(fn, info(attempt))
         except asyncio.CancelledError as exc:
             self.counts.call_executed(time.perf_counter() - clock)
             if not self._action_stopping():  # the action cancelled it: journal what happened
-                yield self._finish(index, fid, digest, cid, opts, started, None, exc)
+                yield finish(None, exc)
             raise
         except Exception as exc:
             self.counts.call_executed(time.perf_counter() - clock)
             if opts.record_failures:
-                yield self._finish(index, fid, digest, cid, opts, started, None, exc)
+                yield finish(None, exc)
             raise
         self.counts.call_executed(time.perf_counter() - clock)
         data, value = self.values.roundtrip(value, f"result of durable call {fid} (call id {cid})")
-        yield self._finish(index, fid, digest, cid, opts, started, data, None)
+        yield finish(data, None)
         return value
 
     def _finish(
@@ -501,7 +507,7 @@ async def _drive_async(gen: Generator[_Effect, Any, Any]) -> Any:
         send, error = None, None
         try:
             if isinstance(effect, _Write):
-                await asyncio.to_thread(effect.writer.write, effect.record, effect.context)
+                await _append(effect)
             elif isinstance(effect, _Invoke):
                 token = _current_call.set(effect.info)
                 try:
@@ -520,6 +526,20 @@ async def _drive_async(gen: Generator[_Effect, Any, Any]) -> Any:
                 await asyncio.get_running_loop().create_future()  # until cancelled
         except BaseException as exc:
             error = exc
+
+
+async def _append(effect: _Write) -> None:
+    """Append in a worker thread. Cancelled meanwhile, it still waits for the append to end
+    (a thread cannot be stopped), so the journal's order is the order of the effects."""
+    append = asyncio.ensure_future(
+        asyncio.to_thread(effect.writer.write, effect.record, effect.context)
+    )
+    try:
+        await asyncio.shield(append)
+    except asyncio.CancelledError:
+        await asyncio.wait({append})
+        append.exception()  # a failed append is kept by the writer: its action fails
+        raise
 
 
 async def _call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import re
+import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -319,3 +321,77 @@ def test_the_zero_argument_sample_of_the_docs_runs_as_written():
     assert [event.output for _, event in runner.outputs] == [{"charge_id": "ch-1"}]
     assert runner.counts["reconciled"] == 1 and runner.counts["executed"] == 0
     assert len(namespace["CHARGES"]) == 1
+
+
+class TimesOut(Agent):
+    """Gives a slow call 1 s, then takes another path; fails afterwards (a later crash)."""
+
+    @action(InputEvent)
+    async def handle(self, event, ctx):
+        call = ctx.durable_execute_async(slow_pay, event.input, on_unknown="fail")
+        try:
+            SEEN.append(await asyncio.wait_for(call, 1.0))
+        except TimeoutError:
+            SEEN.append("timed out")
+        raise RuntimeError("crash after the timeout")
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="wait_for cancels the action's task")
+def test_a_call_asyncio_wait_for_cancelled_replays_the_timeout():
+    """Item 14 (docs/concepts.md, Cancelled calls): on Python 3.11 asyncio.wait_for runs the
+    call in a task of its own and cancels it: journaled as cancelled, so the retry takes the
+    same path instead of failing with UnknownOutcomeError."""
+    store = MemoryStore()
+    for _ in range(2):
+        with pytest.raises(ActionFailedError) as info:
+            asyncio.run(LocalRunner(TimesOut(), store).run([("k", "o-1")]))
+        assert str(info.value.__cause__) == "crash after the timeout"
+    assert SEEN == ["timed out", "timed out"] and EXECUTED == []
+    errors = [getattr(store.codec.decode(e[3]), "error", None) for e in store.entries]
+    assert [e.type for e in errors if e is not None] == ["asyncio.exceptions.CancelledError"]
+
+
+class HoldsCallStarted(MemoryStore):
+    """Holds the append of the first CallStarted until released, to cancel a call then."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.entered, self.release = threading.Event(), threading.Event()
+
+    def append(self, record):
+        if type(record).__name__ == "CallStarted" and not self.entered.is_set():
+            self.entered.set()
+            self.release.wait(10)
+        return super().append(record)
+
+
+class CancelsWhileStarting(Agent):
+    def __init__(self, store: HoldsCallStarted) -> None:
+        self.store = store
+
+    @action(InputEvent)
+    async def handle(self, event, ctx):
+        task = asyncio.ensure_future(
+            ctx.durable_execute_async(slow_pay, event.input, on_unknown="fail")
+        )
+        await asyncio.to_thread(self.store.entered.wait, 10)  # its CallStarted is being appended
+        task.cancel()
+        self.store.release.set()
+        try:
+            await task
+        except asyncio.CancelledError:
+            SEEN.append("cancelled")
+        raise RuntimeError("crash after the cancel")
+
+
+def test_a_call_cancelled_while_its_start_is_journaled_is_journaled_cancelled_after_it():
+    """Item 14: the cancel waits for the CallStarted append to end, then journals the
+    cancellation after it, so the retry replays the cancel instead of an unknown outcome."""
+    store = HoldsCallStarted()
+    for _ in range(2):
+        with pytest.raises(ActionFailedError) as info:
+            asyncio.run(LocalRunner(CancelsWhileStarting(store), store).run([("k", "o-1")]))
+        assert str(info.value.__cause__) == "crash after the cancel"
+    kinds = [type(store.codec.decode(e[3])).__name__ for e in store.entries]
+    assert kinds == ["CallStarted", "CallFinished"]
+    assert SEEN == ["cancelled", "cancelled"] and EXECUTED == []
