@@ -212,7 +212,7 @@ def bench_recovery_read(bootstrap: str, records: int = 30000, keys: int = 300) -
         f"{ours * 1000:.0f} ms (one offsets query and one pass for the partition), the raw "
         f"loop {base * 1000:.0f} ms"
     )
-    return entry("kafka.recovery.read", "records/s", records / ours, records / base, 200000)
+    return entry("kafka.recovery.read", "records/s", records / ours, records / base, 0.5)
 
 
 BENCHMARKS = {

@@ -21,7 +21,7 @@ PAGE = ROOT / "docs" / "performance.md"
 class About:
     ours: str
     baseline: str
-    target: str  # "ratio<=", "ratio<", "ours<=" or "ours>="
+    target: str  # "ratio<=", "ratio<", "ratio>=", "ours<=" or "ours>="
 
     def passes(self, r: dict) -> bool | None:
         value = r.get("ratio") if self.target.startswith("ratio") else r.get("ours")
@@ -71,7 +71,7 @@ ABOUT: dict[str, About] = {
         "records/s that `read_key` reads, decodes and indexes when every key of one partition "
         "recovers (30,000 records, 300 keys)",
         "a raw consumer loop over the same offsets, no decoding",
-        "ours>=",
+        "ratio>=",
     ),
     "fluss.append.p50": About(
         "median ms of one `append` of a ~200-byte `CallFinished` through the Fluss store "
@@ -90,7 +90,7 @@ ABOUT: dict[str, About] = {
         "records/s that `read_key` reads, decodes and indexes when every key of one bucket "
         "recovers",
         "a raw Arrow scan of the same offsets, no decoding",
-        "ours>=",
+        "ratio>=",
     ),
     "flink.concurrency.200x100ms": About(
         "seconds from the first call's arrival to the last call's answer at a local HTTP "

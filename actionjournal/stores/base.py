@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import time
 from abc import abstractmethod
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Generic, Protocol, TypeVar
 
 from actionjournal.durable.codec import RecordCodec
-from actionjournal.durable.errors import RecordError
 from actionjournal.durable.records import CONTROL_KEY, JournalRecord, Marker, StoreIdentity
 
 Progress = Callable[[int, int], None]
@@ -173,10 +173,11 @@ Scan = Callable[[int, int, bool], Found]
 the range lies before what a window read so far (it may begin below retention)."""
 
 _ENTRY_OVERHEAD = 100  # rough Python cost of one cached (position, bytes) pair
+_data = itemgetter(1)
 
 
 def _cost(entries: Entries) -> int:
-    return sum([len(data) for _, data in entries]) + _ENTRY_OVERHEAD * len(entries)
+    return sum(map(len, map(_data, entries))) + _ENTRY_OVERHEAD * len(entries)
 
 
 def with_control(entries: Entries, found: Found, key_id: str) -> Entries:
@@ -301,16 +302,11 @@ class RecentProbes(Generic[V]):
 
 
 def decode_range(
-    codec: RecordCodec, entries: Iterable[tuple[int, bytes]], start: int, end: int, where: str
+    codec: RecordCodec, entries: Entries, start: int, end: int, where: str
 ) -> list[JournalRecord]:
-    """Decode the entries at positions ``[start, end)``; a bad one is reported with its place
-    (``where`` plus its position, built only then)."""
-    decode = codec.decode
-    records = []
-    for position, data in entries:
-        if start <= position < end:
-            try:
-                records.append(decode(data))
-            except RecordError:
-                decode(data, f"{where} offset {position}")
-    return records
+    """Decode the entries (in position order) at positions ``[start, end)``, all in one
+    :meth:`~RecordCodec.decode_many` call; a bad one is reported with its place (``where``
+    plus its position, built only then)."""
+    if entries and not (start <= entries[0][0] and entries[-1][0] < end):
+        entries = [entry for entry in entries if start <= entry[0] < end]
+    return codec.decode_many(list(map(_data, entries)), lambda i: f"{where} offset {entries[i][0]}")

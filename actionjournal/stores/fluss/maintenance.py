@@ -87,7 +87,7 @@ class FlussMaintenanceStore(FlussStore, MaintenanceStore):
         scanner = self._call(self._subscribe(partition, first), timeout, doing)
         position, moved = first, time.monotonic()
         while position < end:
-            batches = self._call(self._poll(scanner), timeout, doing)
+            batches = self._call(self._poll(scanner, end), timeout, doing)
             if not batches:
                 if time.monotonic() - moved > timeout:
                     raise StoreError(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -21,7 +23,9 @@ def collect(
 
     Filtering and grouping by key happen in Arrow, so rows of other namespaces are never
     turned into Python objects, let alone decoded, and the Python work per key is one slice
-    rather than a dictionary lookup per row (recovery spent most of its time here).
+    rather than a dictionary lookup per row (recovery spent most of its time here). Columns
+    become Python lists through NumPy: ``to_pylist`` makes an Arrow scalar per value first
+    (measured: 0.8 us a row for each of the two columns, against 0.04 us).
     """
     mask = pc.and_(pc.equal(batch.column(NAMESPACE), namespace), pc.equal(batch.column(UID), uid))
     if key_id:
@@ -33,10 +37,16 @@ def collect(
     by_key = pc.sort_indices(keys.indices)  # stable: each key's rows stay in offset order
     runs = pc.run_end_encode(keys.indices.take(by_key))
     rows = rows.take(by_key)
-    offsets = pc.add(rows, base).to_pylist()
-    entries = list(zip(offsets, batch.column(RECORD).take(rows).to_pylist(), strict=True))
+    offsets = _listed(pc.add(rows, base))
+    entries = list(zip(offsets, _listed(batch.column(RECORD).take(rows)), strict=True))
     names = keys.dictionary.to_pylist()
     start = 0
-    for code, end in zip(runs.values.to_pylist(), runs.run_ends.to_pylist(), strict=True):
+    for code, end in zip(_listed(runs.values), _listed(runs.run_ends), strict=True):
         found.setdefault(names[code], []).extend(entries[start:end])
         start = end
+
+
+def _listed(array: pa.Array) -> list[Any]:
+    """The values of an array without nulls, as Python objects."""
+    values: list[Any] = array.to_numpy(zero_copy_only=False).tolist()
+    return values

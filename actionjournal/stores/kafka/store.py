@@ -33,7 +33,14 @@ from actionjournal.stores.kafka.admin import delete_records, partition_count, pr
 from actionjournal.stores.kafka.config import KafkaStoreConfig
 from actionjournal.stores.kafka.delivery import Delivery, Reports
 from actionjournal.stores.kafka.errors import advice, describe, retrying
-from actionjournal.stores.kafka.read import consume, entries, gc_paused, offset_of, read_head
+from actionjournal.stores.kafka.read import (
+    Sorter,
+    consume,
+    entries,
+    gc_paused,
+    offset_of,
+    read_head,
+)
 
 __all__ = ["KafkaActionStateStore", "KafkaStore", "KafkaStoreConfig"]
 
@@ -436,16 +443,12 @@ class KafkaStore(MaintenanceStore):
         self, partition: int, start: int, end: int, namespace: str, operator_uid: str
     ) -> Found:
         """Offsets ``[start, end)`` of a partition: the entries of one namespace/uid, by key."""
-        found: Found = {}
-        codec, place = self.codec, f"topic {self.topic} partition {partition}"
+        place = f"topic {self.topic} partition {partition}"
+        sorter = Sorter(namespace, operator_uid, self.codec, place)
         with closing(consume(self._consumer, self.config, partition, start, end)) as batches:
             for messages in batches:
-                # The hot loop of recovery: keep it free of calls that are not needed.
-                for offset, data in entries(messages):
-                    head = read_head(data, codec, place, offset)
-                    if head.namespace == namespace and head.operator_uid == operator_uid:
-                        found.setdefault(head.key_id, []).append((offset, data or b""))
-        return found
+                sorter.add(messages)
+        return sorter.found()
 
     # -- lifecycle ------------------------------------------------------------------------
 
