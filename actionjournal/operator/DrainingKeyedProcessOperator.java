@@ -7,6 +7,10 @@
  * follows in the same step, before those actions run, so without this the checkpoint
  * holds the keyed state written in that bundle but not its timers. Compiled on demand
  * by actionjournal/operator/draining.py against the installed PyFlink's jars.
+ *
+ * Timers reach Python without their timestamp: the agent emits every output from a timer,
+ * and PyFlink stamps what a timer emits with the timer's time (Long.MAX_VALUE for the
+ * end-of-input drain, which a Kafka broker rejects). Outputs then carry no timestamp.
  */
 package io.actionjournal.flink;
 
@@ -14,8 +18,11 @@ import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.java.typeutils.RowTypeInfo;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.streaming.api.functions.python.DataStreamPythonFunctionInfo;
+import org.apache.flink.streaming.api.operators.InternalTimer;
+import org.apache.flink.streaming.api.operators.TimerHeapInternalTimer;
 import org.apache.flink.streaming.api.operators.python.process.AbstractExternalDataStreamPythonFunctionOperator;
 import org.apache.flink.streaming.api.operators.python.process.ExternalPythonKeyedProcessOperator;
+import org.apache.flink.types.Row;
 
 public class DrainingKeyedProcessOperator<OUT> extends ExternalPythonKeyedProcessOperator<OUT> {
     private static final long serialVersionUID = 1L;
@@ -32,6 +39,21 @@ public class DrainingKeyedProcessOperator<OUT> extends ExternalPythonKeyedProces
     public void prepareSnapshotPreBarrier(long checkpointId) throws Exception {
         super.prepareSnapshotPreBarrier(checkpointId); // finishes the open bundle
         drainUnregisteredTimers(); // registers its timers now, not after the snapshot
+    }
+
+    @Override
+    public void onEventTime(InternalTimer<Row, Object> timer) throws Exception {
+        super.onEventTime(untimed(timer));
+    }
+
+    @Override
+    public void onProcessingTime(InternalTimer<Row, Object> timer) throws Exception {
+        super.onProcessingTime(untimed(timer));
+    }
+
+    /** The timer with "no timestamp" (Long.MIN_VALUE): what it emits gets none either. */
+    private static InternalTimer<Row, Object> untimed(InternalTimer<Row, Object> timer) {
+        return new TimerHeapInternalTimer<>(Long.MIN_VALUE, timer.getKey(), timer.getNamespace());
     }
 
     /** PyFlink's operator chaining rebuilds operators through copy: stay this class. */

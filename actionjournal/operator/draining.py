@@ -6,9 +6,10 @@ bundle and the snapshot follows before those actions run, so the checkpoint hold
 keyed state written in that bundle without its timers: after a restore from it, a key
 whose new pending input was in that bundle is never resumed (unless it gets more input).
 ``DrainingKeyedProcessOperator.java`` (next to this file) registers those timers right
-after the flush. It is compiled once per PyFlink version with ``javac`` against PyFlink's
-own jars into ``<cache>/flink`` (``$ACTIONJOURNAL_CACHE`` or ``~/.cache/actionjournal``)
-and shipped with the job (``pipeline.jars``).
+after the flush, and hands timers to Python without their timestamp so that outputs do
+not carry a timer's time. It is compiled once per PyFlink version with ``javac`` against
+PyFlink's own jars into ``<cache>/flink`` (``$ACTIONJOURNAL_CACHE`` or
+``~/.cache/actionjournal``) and shipped with the job (``pipeline.jars``).
 
 Without a JDK, the binding falls back to one element per bundle (a bundle of one finishes
 inside processElement, so its timers are registered before the next barrier is read):

@@ -20,23 +20,26 @@ import asyncio
 import concurrent.futures
 import json
 import logging
+import os
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
-from pyflink.common import Configuration, Types
+from pyflink.common import Configuration, JobClient, Types
 from pyflink.datastream import (
     DataStream,
     KeyedProcessFunction,
     KeyedStream,
     RuntimeContext,
     StreamExecutionEnvironment,
+    TimeDomain,
 )
 from pyflink.datastream.state import ValueStateDescriptor
+from pyflink.java_gateway import get_gateway
 from pyflink.version import __version__ as PYFLINK_VERSION
 
 from actionjournal.durable.codec import RecordCodec
@@ -135,7 +138,11 @@ class AgentJob:
         return self
 
     def to_datastream(self) -> DataStream:
-        """The agent's outputs (each ``OutputEvent.output``) as a normal PyFlink stream."""
+        """The agent's outputs (each ``OutputEvent.output``) as a normal PyFlink stream.
+
+        Outputs carry no event-time timestamp: they leave from timers, whose time is not
+        theirs.
+        """
         if self._agent is None:
             raise ConfigurationError("call .apply(agent) before .to_datastream()")
         environment = self._environment
@@ -212,7 +219,9 @@ class AgentFunction(KeyedProcessFunction):
     def on_timer(self, timestamp: int, ctx: KeyedProcessFunction.OnTimerContext) -> Iterator[Any]:
         key = ctx.get_current_key()
         key_id = self.engine.key_id(key)
-        drain = timestamp == END_OF_TIME
+        # Not ``timestamp == END_OF_TIME``: the draining operator hands timers over without
+        # their timestamp, so that outputs do not carry it (DrainingKeyedProcessOperator.java).
+        drain = ctx.time_domain() == TimeDomain.EVENT_TIME
         run = self._runs.get(key_id)
         if run is not None and not run.done() and not drain:
             self._arm(ctx, key_id)  # still running: look again later, without touching state
@@ -269,3 +278,58 @@ class AgentFunction(KeyedProcessFunction):
 
     def _save(self, state: KeyState) -> None:
         self._state.update(msgspec.msgpack.encode(state))
+
+
+# -- the job from outside: savepoints, where Python runs, where PyFlink logs -----------------
+
+
+def savepoint(job_client: JobClient, directory: str | Path) -> str:
+    """Take a savepoint of a running job, which keeps running; returns the savepoint's path.
+
+    PyFlink 2.3's ``JobClient.trigger_savepoint`` omits the Java method's format argument,
+    so the Java client is called directly (as by :func:`stop_with_savepoint`).
+    """
+    fmt = get_gateway().jvm.org.apache.flink.core.execution.SavepointFormatType.CANONICAL
+    target = Path(directory).resolve().as_uri()
+    return str(job_client._j_job_client.triggerSavepoint(target, fmt).get())
+
+
+def stop_with_savepoint(job_client: JobClient, directory: str | Path) -> str:
+    """Stop a running job with a savepoint; returns the savepoint's path once it stopped.
+
+    Runs in flight are not waited for: the savepoint holds them as pending, and a job
+    restored from it resumes them through replay.
+    """
+    j_client = job_client._j_job_client
+    result = j_client.getJobExecutionResult()
+    fmt = get_gateway().jvm.org.apache.flink.core.execution.SavepointFormatType.CANONICAL
+    path = j_client.stopWithSavepoint(False, Path(directory).resolve().as_uri(), fmt).get()
+    result.get()
+    return str(path)
+
+
+def set_python_worker_mode(mode: Literal["process", "loopback"]) -> None:
+    """Where a local (MiniCluster) job runs its Python functions; call before executing.
+
+    ``loopback`` (PyFlink's default for local jobs) runs them inside this process;
+    ``process`` in worker processes that Flink starts, as on a cluster: then a test can
+    kill a worker without killing itself. Jobs on a cluster always use processes.
+    """
+    if mode not in ("process", "loopback"):
+        raise ConfigurationError(f"python worker mode {mode!r}: use 'process' or 'loopback'")
+    os.environ["_python_worker_execution_mode"] = mode  # noqa: SIM112 - PyFlink's name
+
+
+def set_log_dir(directory: str | Path) -> None:
+    """Where PyFlink's JVM writes its log files (``FLINK_LOG_DIR``); default: inside the
+    installed ``pyflink`` package. Call before the first PyFlink environment is created."""
+    from pyflink import java_gateway
+
+    if java_gateway._gateway is not None:
+        raise ConfigurationError(
+            "set_log_dir() after PyFlink's JVM started: its log file is already open; call "
+            "it before the first StreamExecutionEnvironment is created"
+        )
+    path = Path(directory).resolve()
+    path.mkdir(parents=True, exist_ok=True)
+    os.environ["FLINK_LOG_DIR"] = str(path)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -12,6 +11,8 @@ from pyflink.common import Configuration, Types, WatermarkStrategy
 from pyflink.datastream import DataStream, StreamExecutionEnvironment
 from pyflink.datastream.connectors import Source
 from pyflink.java_gateway import get_gateway
+
+from actionjournal.operator.flink import set_python_worker_mode
 
 
 def local_env(
@@ -28,7 +29,7 @@ def local_env(
     inside this process (PyFlink's default for local runs): a crash test can then kill
     a worker without killing the test.
     """
-    os.environ["_python_worker_execution_mode"] = "process"  # noqa: SIM112 - PyFlink's name
+    set_python_worker_mode("process")
     config = Configuration()
     config.set_string("python.executable", sys.executable)
     config.set_string("restart-strategy.type", "fixed-delay")
@@ -68,20 +69,6 @@ def paced_source(
     return env.from_source(
         Source(source), WatermarkStrategy.no_watermarks(), name, type_info=Types.STRING()
     ).uid(name)
-
-
-def stop_with_savepoint(job_client, directory: str | Path) -> str:
-    """Stop a running job with a savepoint; returns the savepoint path.
-
-    PyFlink's own ``JobClient.stop_with_savepoint`` omits the Java method's format
-    argument, so the Java client is called directly.
-    """
-    j_client = job_client._j_job_client
-    result = j_client.getJobExecutionResult()
-    fmt = get_gateway().jvm.org.apache.flink.core.execution.SavepointFormatType.CANONICAL
-    path = j_client.stopWithSavepoint(False, Path(directory).resolve().as_uri(), fmt).get()
-    result.get()
-    return str(path)
 
 
 class JsonLines:
