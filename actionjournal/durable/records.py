@@ -10,11 +10,18 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+from datetime import datetime
 from typing import Literal
 
 import msgspec
 
 FORMAT_VERSION = 1
+
+
+def record_time(at: float) -> str:
+    """A record's ``at`` as people read it: ISO 8601 in local time with its UTC offset, so a
+    time copied from an error or a tool's output means the same in any other time zone."""
+    return datetime.fromtimestamp(at).astimezone().isoformat(timespec="milliseconds")
 
 
 class ErrorInfo(msgspec.Struct, frozen=True, array_like=True):

@@ -31,6 +31,7 @@ from actionjournal.durable.records import (
     Marker,
     StoreIdentity,
     UpgradeSkipped,
+    record_time,
 )
 from actionjournal.durable.replay import KeyJournal, RecordedRun
 from actionjournal.durable.stats import JournalMetrics
@@ -252,7 +253,7 @@ class AgentEngine:
                     f"key {key_id}: the restored state needs journal records from "
                     f"{_where(marker)} position {marker.position + 1}, but cleanup deleted "
                     f"that partition's records below position {boundary.position} at "
-                    f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(boundary.at))}. "
+                    f"{record_time(boundary.at)}. "
                     "Restore the checkpoint the cleanup was planned for or a newer one; to "
                     "re-run instead, restore with journal.upgrade='fresh' and a new journal.epoch"
                 )
@@ -266,7 +267,7 @@ class AgentEngine:
                     f"key {key_id}: cleanup deleted its journal records below position "
                     f"{boundary.position} of {self.store.identity.backend} "
                     f"{self.store.identity.name} partition {boundary.partition} at "
-                    f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(boundary.at))}, but "
+                    f"{record_time(boundary.at)}, but "
                     "the restored state does not know the key's completed runs: it is older "
                     "than the state the cleanup was planned for, and the key's actions would "
                     "run again. Restore that checkpoint or a newer one; to re-run instead, "

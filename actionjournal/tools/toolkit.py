@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from actionjournal.durable.errors import ActionJournalError
+from actionjournal.durable.records import record_time
 
 EXIT_OK = 0
 EXIT_REFUSED = 1
@@ -271,7 +272,7 @@ def fmt_time(ts: float | None) -> str:
     if ts is None:
         return "-"
     try:
-        return datetime.fromtimestamp(ts).astimezone().isoformat(timespec="milliseconds")
+        return record_time(ts)
     except (ValueError, OverflowError, OSError):
         return f"{ts!r} (not a time)"
 
