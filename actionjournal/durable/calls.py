@@ -238,16 +238,24 @@ class ActionCalls:
             if recorded.finished.error is not None and recorded.finished.error.type == _CANCELLED:
                 yield _AwaitCancel(f"durable call {fid} #{index} of action {self.action_name}")
             return self._replay(recorded.finished)
-        if recorded is not None:  # started, no outcome: the process or the action stopped
+        # Started, no outcome (the process or the action stopped); or no record at all in a
+        # run whose quarantined record may have been the call's start (see KeyJournal).
+        if recorded is not None or self.recorded.uncertain:
             self.counts.call("unknown")
-            attempt = recorded.attempt + 1
+            attempt = recorded.attempt + 1 if recorded is not None else 0
             if policy == "fail":
+                why = (
+                    "started, but its outcome was never journaled: the process stopped, or the "
+                    "action was stopped, while it ran"
+                    if recorded is not None
+                    else "has no record, but its run lost a record an operator quarantined "
+                    "(`actionjournal journal quarantine`), which may have been its start"
+                )
                 raise UnknownOutcomeError(
                     f"durable call {fid} (call id {cid}, key {self.writer.key_id}, seq "
-                    f"{self.writer.seq}, action {self.action_name}) started, but its outcome was "
-                    "never journaled: the process stopped, or the action was stopped, while it "
-                    "ran. Its policy is on_unknown='fail'. Check the called system, then "
-                    "register a reconciler or set on_unknown='rerun'"
+                    f"{self.writer.seq}, action {self.action_name}) {why}. Its policy is "
+                    "on_unknown='fail'. Check the called system, then register a reconciler or "
+                    "set on_unknown='rerun'"
                 )
             if policy == "reconcile":
                 assert opts.reconciler is not None

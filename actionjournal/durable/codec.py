@@ -30,6 +30,7 @@ from actionjournal.durable.records import (
     CallStarted,
     CleanupBoundary,
     JournalRecord,
+    Quarantined,
     RunCompleted,
     UpgradeSkipped,
 )
@@ -47,6 +48,7 @@ RECORD_TYPES: dict[type, int] = {
     RunCompleted: 5,
     UpgradeSkipped: 6,
     CleanupBoundary: 7,
+    Quarantined: 10,  # 8 and 9 are RunFailed and CallAttemptFailed (issue 16)
 }
 _TYPES_BY_CODE = {code: cls for cls, code in RECORD_TYPES.items()}
 # An unsigned record's five header bytes read as MessagePack are five positive fixints (while

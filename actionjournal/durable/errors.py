@@ -17,6 +17,7 @@ class RecordError(ActionJournalError):
 
     def __init__(self, message: str, where: str = "") -> None:
         self.where = where
+        self.message = message
         super().__init__(f"{message} (at {where})" if where else message)
 
 

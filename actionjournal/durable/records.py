@@ -153,6 +153,22 @@ class CleanupBoundary(Record, tag="cb", omit_defaults=True):
         return _Digests(self.deleted_keys).contains(key_digest(key_id))
 
 
+class Quarantined(Record, tag="qr"):
+    """Recovery skips the record at ``position`` of ``partition``: an operator's audited
+    decision (``actionjournal journal quarantine``) about a record that cannot be read.
+
+    ``key_id`` is the skipped record's key (``CONTROL_KEY`` for a control record), so the
+    decision is read with that key's records and with nothing else. ``size`` is the skipped
+    record's (positions are never reused), ``reason`` why it was skipped.
+    """
+
+    partition: int
+    position: int
+    size: int
+    reason: str
+    at: float
+
+
 DIGEST_SIZE = 8  # 2**64 values: a false match needs billions of cleaned keys
 
 
@@ -185,6 +201,7 @@ JournalRecord = (
     | RunCompleted
     | UpgradeSkipped
     | CleanupBoundary
+    | Quarantined
 )
 
 

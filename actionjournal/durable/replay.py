@@ -6,12 +6,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from actionjournal.durable.records import (
+    CONTROL_KEY,
     ActionCompleted,
     CallFinished,
     CallsDropped,
     CallStarted,
     CleanupBoundary,
     JournalRecord,
+    Quarantined,
     RunCompleted,
     UpgradeSkipped,
 )
@@ -38,6 +40,7 @@ class RecordedAction:
     calls: dict[int, RecordedCall] = field(default_factory=dict)
     completed: ActionCompleted | None = None
     name: str = ""  # the action's name, when its records carry it (not format-1 call records)
+    uncertain: bool = False  # a quarantined record may have held one of its calls (see KeyJournal)
 
 
 @dataclass
@@ -46,9 +49,12 @@ class RecordedRun:
     actions: dict[str, RecordedAction] = field(default_factory=dict)
     completed: RunCompleted | None = None
     records: int = 0  # how many records the run has in the journal (its length guard)
+    uncertain: bool = False  # a quarantined record may have been one of the run's
 
     def action(self, action_id: str) -> RecordedAction:
-        return self.actions.get(action_id) or RecordedAction()
+        action = self.actions.get(action_id) or RecordedAction()
+        action.uncertain = action.uncertain or self.uncertain
+        return action
 
     def known_id(self, action_id: str, legacy_id: str) -> str:
         """``action_id``, unless only ``legacy_id`` is journaled: the same action execution,
@@ -61,20 +67,43 @@ class RecordedRun:
 
 @dataclass
 class KeyJournal:
-    """Runs of one key, from records of the current epoch at or after ``min_seq``."""
+    """Runs of one key, from records of the current epoch at or after ``min_seq``.
+
+    A record recovery skipped because an operator quarantined it arrives as its
+    :class:`Quarantined` decision, in its place. What it held is unknown, so every run it may
+    have belonged to (seqs from the key's record before it to the one after it; to the last
+    pending run if none follows) is ``uncertain``: there, a durable call without a record may
+    have started, and its on_unknown policy decides.
+    """
 
     runs: dict[int, RecordedRun] = field(default_factory=dict)
     records: int = 0
     boundaries: list[CleanupBoundary] = field(default_factory=list)
+    quarantined: list[Quarantined] = field(default_factory=list)
+    uncertain: list[tuple[int, int | None]] = field(default_factory=list)  # seq ranges, inclusive
 
     @classmethod
     def build(cls, records: Iterable[JournalRecord], epoch: int, min_seq: int) -> KeyJournal:
         journal = cls()
+        last_seq = min_seq  # the first seq a record after the key's latest one can have
+        gap_from: int | None = None  # a skipped record belongs to a run of this seq or later
         for record in records:
             if isinstance(record, CleanupBoundary):
                 journal.boundaries.append(record)
                 continue
-            if isinstance(record, UpgradeSkipped) or record.epoch != epoch or record.seq < min_seq:
+            if isinstance(record, Quarantined):
+                journal.quarantined.append(record)
+                if record.key_id != CONTROL_KEY and gap_from is None:
+                    gap_from = last_seq
+                continue
+            if isinstance(record, UpgradeSkipped) or record.epoch != epoch:
+                continue
+            # A run's RunCompleted is its last record: a record skipped after it is a later run's.
+            last_seq = record.seq + 1 if isinstance(record, RunCompleted) else record.seq
+            if gap_from is not None:
+                journal.uncertain.append((gap_from, record.seq))
+                gap_from = None
+            if record.seq < min_seq:
                 continue
             journal.records += 1
             run = journal.runs.setdefault(record.seq, RecordedRun(record.seq))
@@ -93,7 +122,14 @@ class KeyJournal:
                 action.calls[record.index] = RecordedCall(started=record)
             else:
                 action.calls.setdefault(record.index, RecordedCall()).finished = record
+        if gap_from is not None:
+            journal.uncertain.append((gap_from, None))
+        for run in journal.runs.values():
+            run.uncertain = journal.is_uncertain(run.seq)
         return journal
 
+    def is_uncertain(self, seq: int) -> bool:
+        return any(low <= seq and (high is None or seq <= high) for low, high in self.uncertain)
+
     def run(self, seq: int) -> RecordedRun:
-        return self.runs.get(seq) or RecordedRun(seq)
+        return self.runs.get(seq) or RecordedRun(seq, uncertain=self.is_uncertain(seq))

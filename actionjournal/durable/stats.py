@@ -117,6 +117,12 @@ class JournalMetrics:
             ["kind"],
             registry=r,
         )
+        self.foreign_records = Counter(
+            "actionjournal_foreign_records",
+            "Records in the journal that actionjournal did not write (no record envelope, no "
+            "actionjournal headers), skipped by recovery reads with a warning",
+            registry=r,
+        )
         self.guard_hits = Counter(
             "actionjournal_guard_hits",
             "Guard thresholds crossed: guard payload_bytes (one encoded value) or run_records "
@@ -149,6 +155,7 @@ class JournalMetrics:
                         child,
                     )
                 )
+        self._series.append(("actionjournal_foreign_records_total", {}, self.foreign_records))
         self._lock = threading.Lock()
 
     # -- reporting --------------------------------------------------------------------
@@ -249,6 +256,20 @@ def note_append(backend: str, nbytes: int, started: float) -> None:
     metrics = appending.get()
     if metrics is not None:
         metrics.appended(backend, nbytes, time.perf_counter() - started)
+
+
+# The metrics of the engine whose recovery is reading in this context (see note_foreign).
+reading: contextvars.ContextVar[JournalMetrics | None] = contextvars.ContextVar(
+    "actionjournal_reading", default=None
+)
+
+
+def note_foreign(n: int) -> None:
+    """A store's hook: its recovery read skipped ``n`` foreign records (counted for the engine
+    reading)."""
+    metrics = reading.get()
+    if metrics is not None:
+        metrics.foreign_records.inc(n)
 
 
 class MetricGroupMirror:

@@ -34,7 +34,7 @@ from actionjournal.durable.records import (
     record_time,
 )
 from actionjournal.durable.replay import KeyJournal, RecordedRun
-from actionjournal.durable.stats import JournalMetrics
+from actionjournal.durable.stats import JournalMetrics, reading
 from actionjournal.operator.agent import Agent
 from actionjournal.operator.run import Run, RunEnv, RunResult
 from actionjournal.stores.base import JournalStore
@@ -111,15 +111,16 @@ class AgentEngine:
     def _recorded_run(self, key_id: str, state: KeyState) -> RecordedRun:
         seq = state.pending[0].seq
         if key_id not in self._recovered:
+            journal = self.recover(key_id, state)  # raises again if asked again after failing
             self._recovered.add(key_id)
-            journal = self.recover(key_id, state)
-            if journal.runs:
+            if journal.runs or journal.uncertain:
                 self._journals[key_id] = journal
         journal = self._journals.get(key_id)
         if journal is None:
             return RecordedRun(seq)
-        run = journal.runs.pop(seq, None) or RecordedRun(seq)
-        if not journal.runs:
+        run = journal.runs.pop(seq, None) or journal.run(seq)
+        journal.uncertain = [(low, high) for low, high in journal.uncertain if (high or 0) > seq]
+        if not journal.runs and not journal.uncertain:
             del self._journals[key_id]
         return run
 
@@ -131,9 +132,25 @@ class AgentEngine:
         if marker is not None and marker.position + 1 < earliest:
             after = None  # records after the marker are gone: read what is left, then judge
         started = time.perf_counter()
-        records = self.store.read_key(self.config.namespace, self.agent.operator_uid, key_id, after)
+        token = reading.set(self.counts)
+        try:
+            records = self.store.read_key(
+                self.config.namespace, self.agent.operator_uid, key_id, after
+            )
+        finally:
+            reading.reset(token)
         min_seq = state.pending[0].seq if state.pending else state.next_seq
         journal = KeyJournal.build(records, self.config.epoch, min_seq)
+        if journal.quarantined:
+            # The pending runs a skipped record may have belonged to (to the last one if no
+            # record of the key follows it).
+            last = state.next_seq - 1
+            journal.uncertain = [
+                (max(low, min_seq), last if high is None else min(high, last))
+                for low, high in journal.uncertain
+                if low <= last and (high is None or high >= min_seq)
+            ]
+            self._report_quarantined(key_id, journal)
         self.counts.recovered(
             self.store.identity.backend,
             time.perf_counter() - started,
@@ -162,6 +179,29 @@ class AgentEngine:
                 len(journal.runs),
             )
         return journal
+
+    def _report_quarantined(self, key_id: str, journal: KeyJournal) -> None:
+        skipped = ", ".join(
+            f"partition {q.partition} position {q.position} (quarantined "
+            f"{time.strftime('%Y-%m-%d %H:%M:%S %z', time.localtime(q.at))}: {q.reason})"
+            for q in journal.quarantined
+            if q.key_id == key_id
+        )
+        runs = ", ".join(
+            f"{low}" if low == high else f"{low}..{high}" for low, high in journal.uncertain
+        )
+        consequence = (
+            f"in pending runs {runs}, durable calls without a record may have started and "
+            "follow their on_unknown policy"
+            if runs
+            else "no pending run can have held it"
+        )
+        log.warning(
+            "key %s: recovery skipped quarantined journal records at %s; %s",
+            key_id or "(control)",
+            skipped or "control records",
+            consequence,
+        )
 
     def validate_marker(self, key_id: str, state: KeyState) -> Marker | None:
         """The key's marker if it belongs to the configured journal; raises when it cannot.

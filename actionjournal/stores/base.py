@@ -15,12 +15,21 @@ import time
 from abc import abstractmethod
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from typing import Generic, Protocol, TypeVar
 
 from actionjournal.durable.codec import RecordCodec
-from actionjournal.durable.records import CONTROL_KEY, JournalRecord, Marker, StoreIdentity
+from actionjournal.durable.errors import RecordError
+from actionjournal.durable.records import (
+    CONTROL_KEY,
+    JournalRecord,
+    Marker,
+    Quarantined,
+    StoreIdentity,
+)
+from actionjournal.stores.quarantine import KeyRead, decode_past_quarantined
 
+_identity = attrgetter("namespace", "operator_uid", "key_id")
 Progress = Callable[[int, int], None]
 """``progress(done, total)``: positions (or rows) handled so far of a scan or a deletion."""
 
@@ -30,7 +39,10 @@ class ScannedRecord:
     """One record met by :meth:`MaintenanceStore.scan`, with its position and encoded size.
 
     ``record`` is ``None`` for a record of another namespace or operator (asked for with
-    ``foreign=True``): it is recognised from its header and never decoded.
+    ``foreign=True``): it is recognised from its header and never decoded. With
+    ``foreign=True`` a scan also yields, instead of raising, the records it cannot read:
+    ``error`` says why, ``key_id`` whose they are (when known), and ``foreign`` marks bytes
+    that are no actionjournal record at all (jobs skip those).
     """
 
     position: int
@@ -39,6 +51,9 @@ class ScannedRecord:
     operator_uid: str
     record: JournalRecord | None
     signed: bool = False  # the record carries an HMAC (the journal is signed)
+    key_id: str = ""
+    error: str = ""
+    foreign: bool = False
 
 
 class JournalStore(Protocol):
@@ -302,11 +317,22 @@ class RecentProbes(Generic[V]):
 
 
 def decode_range(
-    codec: RecordCodec, entries: Entries, start: int, end: int, where: str
+    codec: RecordCodec, entries: Entries, start: int, end: int, read: KeyRead
 ) -> list[JournalRecord]:
     """Decode the entries (in position order) at positions ``[start, end)``, all in one
-    :meth:`~RecordCodec.decode_many` call; a bad one is reported with its place (``where``
-    plus its position, built only then)."""
+    :meth:`~RecordCodec.decode_many` call. A bad one, records an operator quarantined, or a
+    record that is not what its place (message key, headers) says it is, take the slow path
+    of :mod:`actionjournal.stores.quarantine`, which skips the quarantined and says which
+    other record stops the key, where."""
     if entries and not (start <= entries[0][0] and entries[-1][0] < end):
         entries = [entry for entry in entries if start <= entry[0] < end]
-    return codec.decode_many(list(map(_data, entries)), lambda i: f"{where} offset {entries[i][0]}")
+    try:
+        records = codec.decode_many(list(map(_data, entries)), lambda i: read.at(entries[i][0]))
+    except RecordError:
+        return decode_past_quarantined(codec, entries, read)
+    if Quarantined in set(map(type, records)) or not set(map(_identity, records)) <= {
+        (read.namespace, read.operator_uid, read.key_id),
+        (read.namespace, read.operator_uid, CONTROL_KEY),
+    }:
+        return decode_past_quarantined(codec, entries, read)
+    return records

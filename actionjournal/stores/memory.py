@@ -10,7 +10,8 @@ from collections.abc import Iterator
 from actionjournal.durable.codec import FLAG_SIGNED, RecordCodec
 from actionjournal.durable.records import CONTROL_KEY, JournalRecord, Marker, StoreIdentity
 from actionjournal.durable.stats import note_append
-from actionjournal.stores.base import MaintenanceStore, Progress, ScannedRecord
+from actionjournal.stores.base import MaintenanceStore, Progress, ScannedRecord, decode_range
+from actionjournal.stores.quarantine import KeyRead
 
 _DELETED = ("", "", "", b"")  # a deleted entry: positions of the others must not move
 
@@ -38,11 +39,13 @@ class MemoryStore(MaintenanceStore):
         with self._lock:
             entries = list(self.entries)
         start = max(0, (after.position + 1 - self.first_position) if after else 0)
-        return [
-            self.codec.decode(data, f"memory store position {self.first_position + i}")
+        ours = [
+            (self.first_position + i, data)
             for i, (ns, uid, kid, data) in enumerate(entries[start:], start)
             if kid in (key_id, CONTROL_KEY) and ns == namespace and uid == operator_uid
         ]
+        read = KeyRead("memory store", "position", 0, namespace, operator_uid, key_id, str)
+        return decode_range(self.codec, ours, 0, self.first_position + len(entries), read)
 
     def earliest_position(self, key_id: str) -> int:
         return self.first_position

@@ -16,10 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from actionjournal.durable.codec import FLAG_SIGNED, RecordCodec
-from actionjournal.durable.errors import JournalWriteError, StoreError
+from actionjournal.durable.errors import JournalWriteError, RecordError, StoreError
 from actionjournal.durable.records import JournalRecord, Marker, StoreIdentity
 from actionjournal.durable.stats import note_append
-from actionjournal.stores.base import MaintenanceStore, Progress, ScannedRecord
+from actionjournal.stores.base import MaintenanceStore, Progress, ScannedRecord, decode_range
+from actionjournal.stores.quarantine import KeyRead, store_options
 
 _SCAN_BATCH = 20_000
 _DELETE_BATCH = 20_000
@@ -141,7 +142,11 @@ class SqliteStore(MaintenanceStore):
                 "AND key_id IN (?, '') AND pos > ? AND pos <= ? ORDER BY pos",
                 (namespace, operator_uid, key_id, start, end),
             ).fetchall()
-        return [self.codec.decode(body, f"{self.path} row {pos}") for pos, body in rows]
+        read = KeyRead(str(self.path), "row", 0, namespace, operator_uid, key_id, self.tool_options)
+        return decode_range(self.codec, rows, start + 1, end + 1, read)
+
+    def tool_options(self) -> str:
+        return store_options(self.codec, store="sqlite", path=self.identity.name)
 
     def earliest_position(self, key_id: str) -> int:
         with self._lock:
@@ -187,7 +192,7 @@ class SqliteStore(MaintenanceStore):
                 conditions.append("operator_uid = ?")
                 extra.append(operator_uid)
         query = (
-            "SELECT pos, namespace, operator_uid, length(body), "
+            "SELECT pos, namespace, operator_uid, key_id, length(body), "
             "CASE WHEN namespace = ? THEN body END FROM journal "
             f"WHERE {' AND '.join(conditions)} ORDER BY pos LIMIT {_SCAN_BATCH}"
         )
@@ -198,13 +203,20 @@ class SqliteStore(MaintenanceStore):
                 rows = self._db.execute(query, (namespace, last, end, *extra)).fetchall()
             if not rows:
                 break
-            for pos, ns, uid, size, body in rows:
+            for pos, ns, uid, key_id, size, body in rows:
                 if body is None or (operator_uid and uid != operator_uid):
                     if foreign:
                         yield ScannedRecord(pos, size, ns, uid, None)
                     continue
-                record = decode(body, f"{self.path} row {pos}")
-                yield ScannedRecord(pos, size, ns, uid, record, bool(body[4] & FLAG_SIGNED))
+                try:
+                    record = decode(body, f"{self.path} row {pos}")
+                except RecordError as exc:
+                    if not foreign:
+                        raise
+                    yield ScannedRecord(pos, size, ns, uid, None, key_id=key_id, error=str(exc))
+                    continue
+                signed = bool(body[4] & FLAG_SIGNED)
+                yield ScannedRecord(pos, size, ns, uid, record, signed, key_id)
             last = rows[-1][0]
             if progress is not None:
                 progress(last + 1 - start, end - start)

@@ -48,6 +48,12 @@ COMMANDS: dict[str, Node] = {
             "keys_parser",
             "the keys of a namespace with their runs and last activity",
         ),
+        "quarantine": Command(
+            "actionjournal.tools.journal.quarantine",
+            "main",
+            "parser",
+            "make recovery skip one unreadable record (an audited decision)",
+        ),
     },
     "cleanup": {
         "plan": Command(

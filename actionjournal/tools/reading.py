@@ -12,6 +12,7 @@ from collections.abc import Iterator
 import msgspec
 
 from actionjournal.durable.errors import RecordError
+from actionjournal.durable.records import Quarantined
 from actionjournal.stores.base import MaintenanceStore, Progress, ScannedRecord
 
 # A namespace no record has: a scan for it yields every record undecoded (``foreign``).
@@ -19,11 +20,19 @@ _NO_NAMESPACE = "\x00"
 
 
 class Unreadable(msgspec.Struct):
-    """A record the tools skipped: where it is and why it could not be read."""
+    """A record the tools skipped: where it is and why it could not be read.
+
+    ``kind``: ``corrupt`` (a record of the namespace that does not decode: recovery of its
+    key stops at it), ``quarantined`` (such a record an operator quarantined: recovery skips
+    it) or ``foreign`` (bytes actionjournal did not write: every reader skips them).
+    """
 
     partition: int
     position: int
     error: str
+    kind: str = "corrupt"
+    key_id: str = ""  # whose record it is, when its place says (message key, key column)
+    operator_uid: str = ""
 
 
 def scan(
@@ -43,6 +52,7 @@ def scan(
     (``record`` is ``None``). An unreadable record is appended to ``skipped`` and passed.
     """
     position, end = store.scan_bounds(partition, start, end)
+    first = len(skipped)
     while position < end:
         try:
             for item in store.scan(
@@ -55,6 +65,14 @@ def scan(
                 progress=progress,
             ):
                 position = item.position + 1
+                if item.error:
+                    kind = "foreign" if item.foreign else "corrupt"
+                    bad = Unreadable(partition, item.position, item.error, kind, item.key_id)
+                    bad.operator_uid = item.operator_uid
+                    skipped.append(bad)
+                    continue
+                if isinstance(item.record, Quarantined) and item.record.partition == partition:
+                    _mark_quarantined(skipped[first:], item.record.position)
                 yield item
             return
         except RecordError as exc:
@@ -62,6 +80,28 @@ def scan(
             bad = _first_position(store, partition, position, end)
             skipped.append(Unreadable(partition, bad, str(exc)))
             position = bad + 1
+
+
+def describe(bad: Unreadable) -> str:
+    """One line on a skipped record: where, what, and what recovery does about it."""
+    where = f"partition {bad.partition} position {bad.position}"
+    if bad.kind == "foreign":
+        return f"a foreign record at {where}: {bad.error}; jobs skip it too"
+    if bad.kind == "quarantined":
+        return f"a quarantined record at {where}: {bad.error}; recovery skips it too"
+    whose = f" of key {bad.key_id}" if bad.key_id else ""
+    return (
+        f"an unreadable record at {where}: {bad.error}; recovery of the key{whose} stops at it. "
+        "If it cannot be repaired, `actionjournal journal quarantine` with this command's "
+        f"store and namespace options and --partition {bad.partition} --position "
+        f"{bad.position} skips it"
+    )
+
+
+def _mark_quarantined(skipped: list[Unreadable], position: int) -> None:
+    for bad in skipped:
+        if bad.position == position and bad.kind == "corrupt":
+            bad.kind = "quarantined"
 
 
 def _first_position(store: MaintenanceStore, partition: int, start: int, end: int) -> int:

@@ -52,6 +52,7 @@ from actionjournal.durable.records import (
     JournalRecord,
     Marker,
     MemoryOp,
+    Quarantined,
     RunCompleted,
     StoreIdentity,
     UpgradeSkipped,
@@ -153,6 +154,16 @@ def sample_records(values: ValueCodec) -> dict[str, JournalRecord]:
         ),
         "CleanupBoundary": CleanupBoundary(
             **head, key_id=CONTROL_KEY, seq=0, partition=3, position=1234, at=AT
+        ),
+        "Quarantined": Quarantined(
+            **head,
+            key_id="key-5",
+            seq=0,
+            partition=3,
+            position=1200,
+            size=57,
+            reason="record payload does not decode",
+            at=AT,
         ),
     }
 

@@ -110,6 +110,7 @@ J = ["journal", "inspect"]
 K = ["journal", "keys"]
 P = ["cleanup", "plan"]
 A = ["cleanup", "apply"]
+Q = ["journal", "quarantine"]
 
 # (id, argv given the world's files, a part of the message)
 BAD_INPUTS = [
@@ -288,6 +289,26 @@ BAD_INPUTS = [
         "missing checkpoint",
         lambda w: [*P, *sqlite(w["journal"]), "--checkpoint", str(w["missing"])],
         "does not exist",
+    ),
+    (
+        "quarantine without position",
+        lambda w: [*Q, *sqlite(w["journal"])],
+        "the following arguments are required: --position",
+    ),
+    (
+        "quarantine a readable record",
+        lambda w: [*Q, *sqlite(w["journal"]), "--position", "1"],
+        "reads fine",
+    ),
+    (
+        "quarantine nothing",
+        lambda w: [*Q, *sqlite(w["journal"]), "--position", "99999"],
+        "no record at partition 0 position 99999",
+    ),
+    (
+        "quarantine in a missing partition",
+        lambda w: [*Q, *sqlite(w["journal"]), "--partition", "3", "--position", "1"],
+        "has no partition 3",
     ),
     ("plan missing", lambda w: [*A, "--plan", str(w["missing"])], "cannot read plan file"),
     ("plan is a journal", lambda w: [*A, "--plan", str(w["journal"])], "not a cleanup plan"),

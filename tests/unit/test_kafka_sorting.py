@@ -25,18 +25,23 @@ def rc(namespace: str, uid: str, key: str, seq: int, epoch: int = 0) -> RunCompl
 def by_head_decoding(datas: list[bytes], codec: RecordCodec) -> dict[str, list[int]]:
     found: dict[str, list[int]] = {}
     for offset, data in enumerate(datas):
-        head = read_head(data, codec, PLACE, offset)
+        head = read_head(Message(topic="t", partition=0, offset=offset, value=data))
+        assert head is not None
         if (head.namespace, head.operator_uid) == ("ns", "op"):
             found.setdefault(head.key_id, []).append(offset)
     return found
 
 
-def sort(datas: list[bytes], codec: RecordCodec, batch: int = 3) -> dict[str, list[int]]:
+def sorter_of(messages: list[Message], codec: RecordCodec, batch: int = 3) -> Sorter:
     sorter = Sorter("ns", "op", codec, PLACE)
-    messages = [Message(topic="t", partition=0, offset=n, value=d) for n, d in enumerate(datas)]
     for n in range(0, len(messages), batch):
         sorter.add(messages[n : n + batch])
-    found = sorter.found()
+    return sorter
+
+
+def sort(datas: list[bytes], codec: RecordCodec, batch: int = 3) -> dict[str, list[int]]:
+    messages = [Message(topic="t", partition=0, offset=n, value=d) for n, d in enumerate(datas)]
+    found = sorter_of(messages, codec, batch).found()
     assert all(data == datas[offset] for e in found.values() for offset, data in e)
     return {key: [offset for offset, _ in e] for key, e in found.items()}
 
@@ -61,9 +66,26 @@ def test_sorting_by_header_bytes_matches_head_decoding(signed):
     assert sort(datas, codec)["short"] == [0, 4, 9]
 
 
-def test_a_foreign_or_cut_record_fails_naming_its_offset():
+def test_foreign_records_are_set_aside_and_headers_say_whose_a_record_is():
     codec = RecordCodec()
     good = codec.encode(rc("ns", "op", "short", 0))
-    for bad in (b"hello, journal", good[:16]):
-        with pytest.raises(CorruptRecordError, match=r"topic t partition 0 offset 1"):
-            sort([good, bad], codec)
+    ours = [("aj.namespace", b"ns"), ("aj.operator_uid", b"op")]
+    theirs = [("aj.namespace", b"other"), ("aj.operator_uid", b"op")]
+    values = [
+        (good, None, None),
+        (b"hello, journal", None, None),  # a console producer's line
+        (good[:16], None, None),  # our magic, but neither headers nor a whole identity
+        (b"AJ\x01\x02\x00garbage", b"short", ours),  # ours by its headers: its key's to judge
+        (b"AJ\x01\x02\x00garbage", b"short", theirs),  # another namespace's: never decoded
+        (None, None, None),  # a tombstone
+    ]
+    messages = [
+        Message(topic="t", partition=0, offset=n, value=v, key=k, headers=h)
+        for n, (v, k, h) in enumerate(values)
+    ]
+    sorter = sorter_of(messages, codec)
+    assert [offset for offset, _ in sorter.foreign] == [1, 2, 5]
+    found = sorter.found()
+    assert [offset for offset, _ in found["short"]] == [0, 3]
+    with pytest.raises(CorruptRecordError, match=r"payload does not decode"):
+        codec.decode(found["short"][1][1])

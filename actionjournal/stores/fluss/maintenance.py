@@ -16,7 +16,7 @@ from collections.abc import Iterator
 import fluss
 
 from actionjournal.durable.codec import FLAG_SIGNED, RecordCodec
-from actionjournal.durable.errors import StoreError
+from actionjournal.durable.errors import RecordError, StoreError
 from actionjournal.durable.records import JournalRecord, Marker
 from actionjournal.stores.base import MaintenanceStore, Progress, ScannedRecord
 from actionjournal.stores.fluss.config import FlussStoreConfig
@@ -103,13 +103,20 @@ class FlussMaintenanceStore(FlussStore, MaintenanceStore):
                 rows = batch.slice(max(position - base, 0), max(end - max(position, base), 0))
                 offset = max(position, base)
                 columns = [rows.column(i).to_pylist() for i in (NAMESPACE, UID, KEY, RECORD)]
-                for ns, uid, _key, data in zip(*columns, strict=True):
+                for ns, uid, key, data in zip(*columns, strict=True):
                     ours = ns == namespace and operator_uid in (None, uid)
                     if ours:
                         where = f"table {self.name} bucket {partition} offset {offset}"
-                        record = self.codec.decode(data, where)
-                        signed = bool(data[4] & FLAG_SIGNED)
-                        yield ScannedRecord(offset, len(data), ns, uid, record, signed)
+                        try:
+                            record = self.codec.decode(data, where)
+                        except RecordError as exc:
+                            if not foreign:
+                                raise
+                            error = str(exc)
+                            yield ScannedRecord(offset, len(data), ns, uid, None, False, key, error)
+                        else:
+                            signed = bool(data[4] & FLAG_SIGNED)
+                            yield ScannedRecord(offset, len(data), ns, uid, record, signed, key)
                     elif foreign:
                         yield ScannedRecord(offset, len(data), ns, uid, None)
                     offset += 1

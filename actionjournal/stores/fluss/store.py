@@ -45,6 +45,7 @@ from actionjournal.stores.fluss.errors import (
 from actionjournal.stores.fluss.loop import Loop, acknowledged, own_loop
 from actionjournal.stores.fluss.read import collect
 from actionjournal.stores.fluss.table import check_table, create_table, table_info
+from actionjournal.stores.quarantine import KeyRead, store_options
 
 __all__ = ["FlussActionStateStore", "FlussStore", "FlussStoreConfig", "fluss_bucket"]
 
@@ -398,7 +399,18 @@ class FlussStore(JournalStore):
                 )
             finally:
                 served.add(key_id)  # even when the read failed: asked again, it reads afresh
-        return decode_range(self.codec, entries, start, high, where)
+        read = KeyRead(where, "offset", bucket, namespace, operator_uid, key_id, self.tool_options)
+        return decode_range(self.codec, entries, start, high, read)
+
+    def tool_options(self) -> str:
+        cfg = self.config
+        return store_options(
+            self.codec,
+            store="fluss",
+            bootstrap=cfg.bootstrap_servers,
+            database=cfg.database,
+            table=cfg.table,
+        )
 
     def _entries(
         self,

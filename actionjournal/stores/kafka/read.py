@@ -6,7 +6,6 @@ import contextlib
 import gc
 import time
 from collections.abc import Generator, Iterator
-from typing import cast
 
 import msgspec
 from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
@@ -26,6 +25,13 @@ _offset = Message.offset
 _value = Message.value
 
 
+NAMESPACE_HEADER = "aj.namespace"
+UID_HEADER = "aj.operator_uid"
+"""Message headers naming a record's namespace and operator uid (the message key is its key
+id): other namespaces' records are recognised without their body, and a record whose body
+does not decode is still known to be ours."""
+
+
 class Head(msgspec.Struct, array_like=True):
     """The identity prefix every record starts with (tag, namespace, uid, epoch, key id).
 
@@ -43,16 +49,46 @@ class Head(msgspec.Struct, array_like=True):
 _decode_head = msgspec.msgpack.Decoder(Head).decode
 
 
-def read_head(data: bytes | None, codec: RecordCodec, place: str, offset: int) -> Head:
-    """The head of the encoded record at ``offset`` of ``place`` (a topic partition); bytes
-    that do not parse get the codec's precise error, naming where they are."""
+def headers(namespace: str, operator_uid: str) -> list[tuple[str, bytes]]:
+    return [(NAMESPACE_HEADER, namespace.encode()), (UID_HEADER, operator_uid.encode())]
+
+
+def read_head(message: Message) -> Head | None:
+    """Whose record ``message`` is, without decoding its body: its headers and message key,
+    or for records written before the headers the identity prefix of the body. ``None``: a
+    foreign record (neither headers nor a readable prefix: not written by actionjournal)."""
+    found = message.headers()
+    if found:
+        namespace = uid = None
+        for name, value in found:
+            if name == NAMESPACE_HEADER:
+                namespace = value
+            elif name == UID_HEADER:
+                uid = value
+        if namespace is not None and uid is not None:
+            key = message.key() or b""
+            return Head(
+                "", _text(namespace), _text(uid), 0, key.decode("utf-8", "backslashreplace")
+            )
+    data = message.value()
     try:
         if data is None or data[:2] != MAGIC:
-            raise ValueError
+            return None
         return _decode_head(data[_HEADER:-_MAC] if data[4] & FLAG_SIGNED else data[_HEADER:])
-    except (msgspec.DecodeError, ValueError, IndexError, TypeError):
-        record = codec.decode(data or b"", f"{place} offset {offset}")
-        return Head("", record.namespace, record.operator_uid, record.epoch, record.key_id)
+    except (msgspec.DecodeError, IndexError):
+        return None
+
+
+def _text(value: bytes | str | None) -> str:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "backslashreplace")
+    return value or ""
+
+
+def foreign_text(data: bytes | None) -> str:
+    """What a foreign record is, for warnings: its size and first bytes."""
+    data = data or b""
+    return f"{len(data)} bytes starting {data[:16]!r}"
 
 
 class Sorter:
@@ -62,8 +98,9 @@ class Sorter:
     array, a two-letter tag, then namespace, operator uid, epoch and key id. A record whose
     namespace and uid bytes are ours and whose epoch is a small int is recognised and its key
     id sliced out without decoding anything (the head decoding cost as much as the whole
-    record's); any other record is decoded head first, as before (other namespaces, a large
-    epoch, a foreign or corrupt record, which raises naming its place).
+    record's); any other record is recognised by :func:`read_head` (other namespaces, a large
+    epoch, a record whose body does not decode). Foreign records are kept aside in
+    ``foreign``, for the store to report.
     """
 
     def __init__(self, namespace: str, operator_uid: str, codec: RecordCodec, place: str):
@@ -72,11 +109,13 @@ class Sorter:
         self._ours = _pack(namespace) + _pack(operator_uid)
         self._epoch = _NAMESPACE_AT + len(self._ours)  # where the epoch is
         self._by_key: dict[bytes, list[tuple[int, bytes]]] = {}
+        self.foreign: list[tuple[int, bytes | None]] = []
 
     def add(self, messages: list[Message]) -> None:
         ours, at, by_key = self._ours, self._epoch, self._by_key
         # The hot loop of recovery: byte comparisons only.
-        for offset, data in entries(messages):
+        at_c_speed = zip(messages, map(_offset, messages), map(_value, messages), strict=True)
+        for message, offset, data in at_c_speed:
             key: bytes | None
             try:
                 if (
@@ -94,13 +133,11 @@ class Sorter:
                     else:
                         begin = stop = 0
                     # More fields follow the key id: a record that ends there was cut short.
-                    key = (
-                        data[begin:stop] if begin and len(data) > stop else self._slow(offset, data)
-                    )
+                    key = data[begin:stop] if begin and len(data) > stop else self._slow(message)
                 else:
-                    key = self._slow(offset, data)
+                    key = self._slow(message)
             except IndexError:  # shorter than a header
-                key = self._slow(offset, data)
+                key = self._slow(message)
             if key is not None:
                 entries_of = by_key.get(key)
                 if entries_of is None:
@@ -108,8 +145,11 @@ class Sorter:
                 else:
                     entries_of.append((offset, data or b""))
 
-    def _slow(self, offset: int, data: bytes | None) -> bytes | None:
-        head = read_head(data, self.codec, self.place, offset)
+    def _slow(self, message: Message) -> bytes | None:
+        head = read_head(message)
+        if head is None:
+            self.foreign.append((offset_of(message), message.value()))
+            return None
         if head.namespace == self.namespace and head.operator_uid == self.operator_uid:
             return head.key_id.encode()
         return None
@@ -189,11 +229,6 @@ def offset_of(message: Message) -> int:
     offset = message.offset()
     assert offset is not None, "consume() yields fetched messages only"
     return offset
-
-
-def entries(messages: list[Message]) -> Iterator[tuple[int, bytes | None]]:
-    """``(offset, value)`` of each fetched message, extracted at C speed."""
-    return zip(cast("Iterator[int]", map(_offset, messages)), map(_value, messages), strict=True)
 
 
 @contextlib.contextmanager

@@ -9,16 +9,23 @@ import hashlib
 import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import closing
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import (
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Message,
+    Producer,
+    TopicPartition,
+)
 
 from actionjournal.durable.codec import FLAG_SIGNED, RecordCodec
-from actionjournal.durable.errors import DataLossError, JournalWriteError, StoreError
+from actionjournal.durable.errors import DataLossError, JournalWriteError, RecordError, StoreError
 from actionjournal.durable.records import CONTROL_KEY, JournalRecord, Marker, StoreIdentity
-from actionjournal.durable.stats import note_append
+from actionjournal.durable.stats import note_append, note_foreign
 from actionjournal.stores.base import (
     Found,
     MaintenanceStore,
@@ -36,11 +43,13 @@ from actionjournal.stores.kafka.errors import advice, describe, retrying
 from actionjournal.stores.kafka.read import (
     Sorter,
     consume,
-    entries,
+    foreign_text,
     gc_paused,
+    headers,
     offset_of,
     read_head,
 )
+from actionjournal.stores.quarantine import KeyRead, store_options
 
 __all__ = ["KafkaActionStateStore", "KafkaStore", "KafkaStoreConfig"]
 
@@ -53,6 +62,8 @@ _WARN_EVERY_S = 30.0
 _client_log = logging.getLogger("actionjournal.stores.kafka.librdkafka")
 # Delivery reports arrive by message.timeout.ms at the latest; past this margin, stop waiting.
 _REPORT_MARGIN_S = 5.0
+# Foreign records remembered (warned about and counted once); past this, every read counts.
+_REMEMBER_FOREIGN = 100_000
 # Reads that begin within this many seconds of a partition's offsets query share it.
 _WAVE_S = 1.0
 
@@ -142,6 +153,7 @@ class KafkaStore(MaintenanceStore):
         # Keys already read, by namespace/operator: read again, they need the current end.
         self._served: dict[tuple[str, str], set[str]] = {}
         self._captured: RecentProbes[tuple[int, int]] = RecentProbes()  # see _offsets
+        self._foreign: set[tuple[int, int]] = set()  # (partition, offset) of foreign records met
         log.info(
             "Kafka journal: topic %s (id %s, %d partitions) on %s",
             self.topic, topic_id, config.partitions, config.bootstrap_servers,
@@ -158,6 +170,7 @@ class KafkaStore(MaintenanceStore):
         started = time.perf_counter()
         data = self.codec.encode(record)
         key = record.key_id.encode()
+        head = headers(record.namespace, record.operator_uid)
         partition = self.partition_of(record.key_id) if _partition is None else _partition
         what = _Described(record, self.topic, partition)  # formatted only into errors
         if self._closed:
@@ -168,9 +181,10 @@ class KafkaStore(MaintenanceStore):
                 f"({self._fatal.name()}: {self._fatal.str()}); restart the job to get a new "
                 "producer"
             )
-        if len(data) + len(key) > self.max_record_bytes:
+        size = len(data) + len(key) + sum(len(name) + len(value) for name, value in head)
+        if size > self.max_record_bytes:
             raise JournalWriteError(
-                f"{what} is {len(data) + len(key)} bytes, over the limit of "
+                f"{what} is {size} bytes, over the limit of "
                 f"{self.max_record_bytes} bytes ({self._limit_source}); the record is not "
                 "kept. Lower journal.max_payload_bytes below it, or raise the topic's "
                 "max.message.bytes"
@@ -180,7 +194,7 @@ class KafkaStore(MaintenanceStore):
         while True:
             try:
                 self._producer.produce(
-                    self.topic, data, key, partition=partition, on_delivery=delivery
+                    self.topic, data, key, partition, on_delivery=delivery, headers=head
                 )
                 break
             except BufferError:  # local queue full: wait for deliveries to make room
@@ -273,8 +287,15 @@ class KafkaStore(MaintenanceStore):
                     partition, namespace, operator_uid, key_id, start, high, scan, served
                 )
             served.add(key_id)
-        return decode_range(
-            self.codec, entries, start, high, f"topic {self.topic} partition {partition}"
+        where = f"topic {self.topic} partition {partition}"
+        read = KeyRead(
+            where, "offset", partition, namespace, operator_uid, key_id, self.tool_options
+        )
+        return decode_range(self.codec, entries, start, high, read)
+
+    def tool_options(self) -> str:
+        return store_options(
+            self.codec, store="kafka", bootstrap=self.config.bootstrap_servers, topic=self.topic
         )
 
     def earliest_position(self, key_id: str) -> int:
@@ -361,26 +382,10 @@ class KafkaStore(MaintenanceStore):
         try:
             with closing(consume(consumer, self.config, partition, start, end)) as batches:
                 for messages in batches:
-                    for offset, data in entries(messages):
-                        head = read_head(data, self.codec, place, offset)
-                        value = data or b""
-                        if head.namespace == namespace and (
-                            operator_uid is None or head.operator_uid == operator_uid
-                        ):
-                            record = decode(value, f"{place} offset {offset}")
-                            signed = bool(value[4] & FLAG_SIGNED)
-                            yield ScannedRecord(
-                                offset,
-                                len(value),
-                                head.namespace,
-                                head.operator_uid,
-                                record,
-                                signed,
-                            )
-                        elif foreign:
-                            yield ScannedRecord(
-                                offset, len(value), head.namespace, head.operator_uid, None
-                            )
+                    for message in messages:
+                        item = _scanned(message, namespace, operator_uid, decode, place, foreign)
+                        if item is not None:
+                            yield item
                     done = offset_of(messages[-1]) + 1 - start
                     if progress is not None:
                         progress(done, end - start)
@@ -448,7 +453,28 @@ class KafkaStore(MaintenanceStore):
         with closing(consume(self._consumer, self.config, partition, start, end)) as batches:
             for messages in batches:
                 sorter.add(messages)
+        if sorter.foreign:
+            self._skipped_foreign(partition, sorter.foreign)
         return sorter.found()
+
+    def _skipped_foreign(self, partition: int, strangers: list[tuple[int, bytes | None]]) -> None:
+        """Foreign records are skipped, never silently: a warning (once per record and store)
+        and ``actionjournal_foreign_records_total``."""
+        seen = self._foreign
+        new = [(offset, data) for offset, data in strangers if (partition, offset) not in seen]
+        if not new:
+            return
+        if len(seen) < _REMEMBER_FOREIGN:
+            seen.update((partition, offset) for offset, _ in new)
+        note_foreign(len(new))
+        offset, data = new[0]
+        log.warning(
+            "topic %s partition %d: skipped %d foreign record%s (not written by actionjournal; "
+            "the first at offset %d: %s); recovery reads past them. `actionjournal journal "
+            "inspect` lists them; find out who writes to the journal topic",
+            self.topic, partition, len(new), "" if len(new) == 1 else "s", offset,
+            foreign_text(data),
+        )  # fmt: skip
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -467,6 +493,42 @@ class KafkaStore(MaintenanceStore):
         self._producer.close()
         with self._read_lock:
             self._consumer.close()
+
+
+def _scanned(
+    message: Message,
+    namespace: str,
+    operator_uid: str | None,
+    decode: Callable[[bytes, str], JournalRecord],
+    place: str,
+    foreign: bool,
+) -> ScannedRecord | None:
+    """What a tools' scan yields for ``message`` (see :meth:`MaintenanceStore.scan`)."""
+    offset, value = offset_of(message), message.value() or b""
+    head = read_head(message)
+    if head is None:
+        if not foreign:
+            return None
+        error = f"not written by actionjournal ({foreign_text(value)})"
+        return ScannedRecord(offset, len(value), "", "", None, error=error, foreign=True)
+    ours = head.namespace == namespace and operator_uid in (None, head.operator_uid)
+    if not ours:
+        if not foreign:
+            return None
+        return ScannedRecord(offset, len(value), head.namespace, head.operator_uid, None)
+    try:
+        record = decode(value, f"{place} offset {offset}")
+    except RecordError as exc:
+        if not foreign:
+            raise
+        return ScannedRecord(
+            offset, len(value), head.namespace, head.operator_uid, None, key_id=head.key_id,
+            error=str(exc),
+        )  # fmt: skip
+    signed = bool(value[4] & FLAG_SIGNED)
+    return ScannedRecord(
+        offset, len(value), head.namespace, head.operator_uid, record, signed, record.key_id
+    )
 
 
 KafkaActionStateStore = KafkaStore

@@ -19,6 +19,7 @@ from actionjournal.tools.cleanup.state import (
     load_snapshot,
     time_state,
 )
+from actionjournal.tools.reading import describe as describe_unreadable
 from actionjournal.tools.store_options import (
     add_store_args,
     config_from_location,
@@ -152,11 +153,7 @@ def print_plan(plan: CleanupPlan, out: TextIO | None = None) -> None:
             file=out,
         )
     for bad in plan.unreadable:
-        print(
-            f"  unreadable record at partition {bad.partition} position {bad.position}: "
-            f"{bad.error}",
-            file=out,
-        )
+        print(f"  {describe_unreadable(bad)}", file=out)
     totals = plan.totals
     print(
         f"total: {totals.records_deleted} records ({fmt_bytes(totals.bytes_deleted)}, "

@@ -32,7 +32,7 @@ class Blocker(msgspec.Struct, omit_defaults=True):
     kind: str
     """``in_flight``, ``after_state``, ``not_in_state``, ``not_completed``,
     ``completed_after_cutoff``, ``marker``, ``other_namespace``, ``other_operator``,
-    ``unreadable`` or ``end``."""
+    ``unreadable``, ``foreign`` or ``end``."""
     position: int
     reason: str
     key_id: str | None = None

@@ -23,7 +23,13 @@ from array import array
 from dataclasses import dataclass, field
 from typing import Any
 
-from actionjournal.durable.records import CONTROL_KEY, JournalRecord, RunCompleted, key_digest
+from actionjournal.durable.records import (
+    CONTROL_KEY,
+    JournalRecord,
+    Quarantined,
+    RunCompleted,
+    key_digest,
+)
 from actionjournal.stores.base import MaintenanceStore
 from actionjournal.tools import reading
 from actionjournal.tools.cleanup.document import (
@@ -120,8 +126,8 @@ def scan_partition(
         if at is not None and (scan.oldest_at is None or at < scan.oldest_at):
             scan.oldest_at = at
         key = record.key_id
-        if key == CONTROL_KEY:  # boundaries and audits of earlier operations: not needed
-            continue
+        if key == CONTROL_KEY or isinstance(record, Quarantined):
+            continue  # boundaries and audits of earlier operations: not needed
         scan.epochs.add(record.epoch)
         scan.key_first.setdefault(key, item.position)
         if isinstance(record, RunCompleted):
@@ -212,14 +218,26 @@ def first_kept(
     blockers = [Blocker("end", high, "every retained record up to the end of the partition may go")]
     if scan.first_needed is not None:
         blockers.append(scan.first_needed)
-    if found.unreadable:
-        bad = found.unreadable[0]
+    # A quarantined record is skipped by recovery: deleting it loses nothing more.
+    unreadable = [bad for bad in found.unreadable if bad.kind == "corrupt"]
+    if unreadable:
+        bad = unreadable[0]
         blockers.append(
             Blocker(
                 "unreadable",
                 bad.position,
                 f"the record at position {bad.position} cannot be read ({bad.error}), and "
                 "cleanup never deletes past a record it cannot read",
+            )
+        )
+    foreign = [bad for bad in found.unreadable if bad.kind == "foreign"]
+    if foreign and store.shared_deletes:
+        blockers.append(
+            Blocker(
+                "foreign",
+                foreign[0].position,
+                f"a record actionjournal did not write is at position {foreign[0].position}, "
+                "and this store's deletes would remove it too",
             )
         )
     if state.keys is not None:

@@ -20,6 +20,7 @@ from actionjournal.tools.journal.read import (
 )
 from actionjournal.tools.journal.render import render_keys, render_summary, render_tree
 from actionjournal.tools.reading import Unreadable
+from actionjournal.tools.reading import describe as describe_unreadable
 from actionjournal.tools.store_options import (
     ToolStoreConfig,
     add_store_args,
@@ -316,9 +317,6 @@ def _no_runs(
 
 def _report_unreadable(skipped: list[Unreadable]) -> None:
     for bad in skipped[:10]:
-        warn(
-            f"skipped an unreadable record at partition {bad.partition} position "
-            f"{bad.position}: {bad.error}"
-        )
+        warn(f"skipped {describe_unreadable(bad)}")
     if len(skipped) > 10:
         warn(f"and {len(skipped) - 10} more unreadable records (--json lists them all)")

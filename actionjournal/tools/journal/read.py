@@ -13,6 +13,7 @@ from actionjournal.durable.records import (
     CONTROL_KEY,
     CleanupBoundary,
     JournalRecord,
+    Quarantined,
     RunCompleted,
     UpgradeSkipped,
 )
@@ -69,6 +70,17 @@ def _control(item: ScannedRecord) -> ControlDoc | None:
             text=f"cleanup boundary at position {item.position}: partition "
             f"{record.partition} deleted below {record.position} at {fmt_time(record.at)}",
         )
+    if isinstance(record, Quarantined):
+        return ControlDoc(
+            type="quarantined",
+            position=item.position,
+            at=record.at,
+            partition=record.partition,
+            boundary=record.position,
+            text=f"quarantine at position {item.position}, {fmt_time(record.at)}: recovery "
+            f"skips the unreadable record at partition {record.partition} position "
+            f"{record.position} ({record.size} bytes): {record.reason}",
+        )
     if isinstance(record, UpgradeSkipped):
         return ControlDoc(
             type="upgrade_skipped",
@@ -102,11 +114,12 @@ def key_document(
         record = item.record
         if record is None:
             continue
-        if record.key_id == key_id:
+        quarantine = isinstance(record, Quarantined)  # of the key: shown with control records
+        if record.key_id == key_id and not quarantine:
             uids.add(item.operator_uid)
             if operator_uid in (None, item.operator_uid):
                 items.append(item)
-        elif record.key_id == CONTROL_KEY and operator_uid in (None, item.operator_uid):
+        elif record.key_id in (CONTROL_KEY, key_id) and operator_uid in (None, item.operator_uid):
             entry = _control(item)
             if entry is not None:
                 control.append(entry)
@@ -184,7 +197,7 @@ def keys_document(
     for p in store.partitions():
         for item in _records(store, p, namespace, skipped, progress, "scanning"):
             record = item.record
-            if record is None or record.key_id == CONTROL_KEY:
+            if record is None or record.key_id == CONTROL_KEY or isinstance(record, Quarantined):
                 continue
             if operator_uid not in (None, item.operator_uid):
                 continue
@@ -269,7 +282,7 @@ def summary_document(
             at = start_time(record)
             if at is not None and (first_at is None or at < first_at):
                 first_at = at
-            if record.key_id == CONTROL_KEY:
+            if record.key_id == CONTROL_KEY or isinstance(record, Quarantined):
                 if isinstance(record, CleanupBoundary):
                     boundaries.append(
                         {"position": record.position, "at": record.at, "stored_at": item.position}
