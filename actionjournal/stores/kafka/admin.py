@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
+from concurrent.futures import Future
+from typing import Any, TypeVar
 
 from confluent_kafka import KafkaError, KafkaException, TopicCollection, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
@@ -14,14 +15,61 @@ from actionjournal.stores.kafka.config import KafkaStoreConfig
 from actionjournal.stores.kafka.errors import advice, describe, retrying
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 # Kafka's broker default for max.message.bytes; used when the topic's config cannot be read.
 _DEFAULT_TOPIC_LIMIT = 1048588
+# No broker reachable: this many failed connections, over at least this long, end a request.
+_FAILED_CONNECTIONS = 3
+_UNREACHABLE_FOR_S = 1.0
+_UNREACHABLE = (KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN, KafkaError._RESOLVE)
+
+
+class Admin:
+    """An AdminClient whose requests fail within seconds, with one line naming the brokers,
+    when none of them can be reached (refused, unknown host), instead of waiting out their
+    timeout while librdkafka retries."""
+
+    def __init__(self, settings: dict[str, Any]) -> None:
+        self.bootstrap = settings["bootstrap.servers"]
+        self.client = AdminClient({**settings, "error_cb": self._on_error})
+        self._failures: list[tuple[float, KafkaError]] = []
+
+    def _on_error(self, error: KafkaError) -> None:
+        if error.code() in _UNREACHABLE:
+            self._failures.append((time.monotonic(), error))
+
+    def result(self, future: Future[T]) -> T:
+        """``future.result()``, or a StoreError as soon as no broker answers."""
+        while True:
+            try:
+                return future.result(timeout=0.1)
+            except TimeoutError:
+                pass
+            self.client.poll(0)  # serves error_cb
+            failures = self._failures
+            if (
+                len(failures) >= _FAILED_CONNECTIONS
+                and failures[-1][0] - failures[0][0] >= _UNREACHABLE_FOR_S
+            ):
+                connect = next(
+                    (e for _, e in reversed(failures) if e.code() != KafkaError._ALL_BROKERS_DOWN),
+                    failures[-1][1],
+                )
+                raise StoreError(
+                    f"cannot reach the Kafka brokers at {self.bootstrap}: {connect.str()}. "
+                    "Check bootstrap_servers (--bootstrap) and that the brokers are up"
+                )
+
+    def close(self) -> None:
+        # Only needed briefly; left alive, its threads would keep reconnecting.
+        self.client.poll(0)
+        del self.client
 
 
 def prepare_topic(settings: dict[str, Any], config: KafkaStoreConfig) -> tuple[str, int]:
     """Create or validate the topic; return its topic id and max.message.bytes."""
-    admin = AdminClient(settings)
+    admin = Admin(settings)
     try:
         description = _describe_topic(admin, config)
         if description is None:
@@ -49,18 +97,16 @@ def prepare_topic(settings: dict[str, Any], config: KafkaStoreConfig) -> tuple[s
             )  # fmt: skip
         return str(description.topic_id), _topic_limit(admin, config)
     finally:
-        # Only needed at start; left alive, its threads would keep reconnecting.
-        admin.poll(0)
-        del admin
+        admin.close()
 
 
 def partition_count(settings: dict[str, Any], topic: str, timeout_s: float) -> int:
     """The partition count of an existing topic (for the tools, told a topic, not a config)."""
     bootstrap_servers = settings["bootstrap.servers"]
-    admin = AdminClient(settings)
+    admin = Admin(settings)
     try:
-        futures = admin.describe_topics(TopicCollection([topic]), request_timeout=timeout_s)
-        return len(futures[topic].result().partitions)
+        futures = admin.client.describe_topics(TopicCollection([topic]), request_timeout=timeout_s)
+        return len(admin.result(futures[topic]).partitions)
     except KafkaException as exc:
         error = exc.args[0]
         if error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
@@ -72,23 +118,22 @@ def partition_count(settings: dict[str, Any], topic: str, timeout_s: float) -> i
             f"{describe(error)}; check the address and client settings"
         ) from exc
     finally:
-        admin.poll(0)
-        del admin
+        admin.close()
 
 
 def delete_records(
     settings: dict[str, Any], config: KafkaStoreConfig, partition: int, position: int
 ) -> None:
     """``delete_records`` of ``partition`` below ``position`` (every namespace's records)."""
-    admin = AdminClient(settings)
+    admin = Admin(settings)
     try:
-        futures = admin.delete_records(
+        futures = admin.client.delete_records(
             [TopicPartition(config.topic, partition, position)],
             request_timeout=config.admin_timeout_s,
             operation_timeout=config.admin_timeout_s,
         )
         for future in futures.values():
-            future.result()
+            admin.result(future)
     except KafkaException as exc:
         error = exc.args[0]
         raise StoreError(
@@ -96,17 +141,16 @@ def delete_records(
             f"failed: {describe(error)}. {advice(error, config)}"
         ) from exc
     finally:
-        admin.poll(0)
-        del admin
+        admin.close()
 
 
-def _describe_topic(admin: AdminClient, config: KafkaStoreConfig) -> Any:
+def _describe_topic(admin: Admin, config: KafkaStoreConfig) -> Any:
     def ask() -> Any:
-        futures = admin.describe_topics(
+        futures = admin.client.describe_topics(
             TopicCollection([config.topic]), request_timeout=config.admin_timeout_s
         )
         try:
-            return futures[config.topic].result()
+            return admin.result(futures[config.topic])
         except KafkaException as exc:
             if exc.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
                 return None
@@ -115,15 +159,15 @@ def _describe_topic(admin: AdminClient, config: KafkaStoreConfig) -> Any:
     return retrying(ask, f"describing topic {config.topic}", config)
 
 
-def _create_topic(admin: AdminClient, config: KafkaStoreConfig) -> None:
+def _create_topic(admin: Admin, config: KafkaStoreConfig) -> None:
     new = NewTopic(config.topic, config.partitions, config.replication_factor)
-    futures = admin.create_topics(
+    futures = admin.client.create_topics(
         [new],
         request_timeout=config.admin_timeout_s,
         operation_timeout=config.admin_timeout_s,
     )
     try:
-        futures[config.topic].result()
+        admin.result(futures[config.topic])
     except KafkaException as exc:
         error = exc.args[0]
         if error.code() == KafkaError.TOPIC_ALREADY_EXISTS:
@@ -139,7 +183,7 @@ def _create_topic(admin: AdminClient, config: KafkaStoreConfig) -> None:
     )  # fmt: skip
 
 
-def _wait_for_leaders(admin: AdminClient, config: KafkaStoreConfig) -> Any:
+def _wait_for_leaders(admin: Admin, config: KafkaStoreConfig) -> Any:
     """A new topic's partitions get leaders shortly after creation; reads need them."""
     deadline = time.monotonic() + config.admin_timeout_s
     while True:
@@ -154,11 +198,11 @@ def _wait_for_leaders(admin: AdminClient, config: KafkaStoreConfig) -> Any:
         time.sleep(0.1)
 
 
-def _topic_limit(admin: AdminClient, config: KafkaStoreConfig) -> int:
+def _topic_limit(admin: Admin, config: KafkaStoreConfig) -> int:
     resource = ConfigResource(ConfigResource.Type.TOPIC, config.topic)
     try:
-        futures = admin.describe_configs([resource], request_timeout=config.admin_timeout_s)
-        entry = futures[resource].result()["max.message.bytes"]
+        futures = admin.client.describe_configs([resource], request_timeout=config.admin_timeout_s)
+        entry = admin.result(futures[resource])["max.message.bytes"]
         return int(entry.value)
     except (KafkaException, KeyError, ValueError, TypeError) as exc:
         log.warning(

@@ -40,6 +40,7 @@ from actionjournal.stores.kafka.admin import delete_records, partition_count, pr
 from actionjournal.stores.kafka.config import KafkaStoreConfig
 from actionjournal.stores.kafka.delivery import Delivery, Reports
 from actionjournal.stores.kafka.errors import advice, describe, retrying
+from actionjournal.stores.kafka.logs import client_logging
 from actionjournal.stores.kafka.read import (
     Sorter,
     consume,
@@ -59,7 +60,6 @@ log = logging.getLogger("actionjournal.stores.kafka")
 # under the topic limit is never refused for size.
 _FRAMING = 128
 _WARN_EVERY_S = 30.0
-_client_log = logging.getLogger("actionjournal.stores.kafka.librdkafka")
 # Delivery reports arrive by message.timeout.ms at the latest; past this margin, stop waiting.
 _REPORT_MARGIN_S = 5.0
 # Foreign records remembered (warned about and counted once); past this, every read counts.
@@ -94,6 +94,7 @@ class KafkaStore(MaintenanceStore):
         common = {
             "bootstrap.servers": config.bootstrap_servers,
             "client.id": "actionjournal",
+            **client_logging(),
             **config.client_config,
         }
         self._common = common
@@ -123,7 +124,6 @@ class KafkaStore(MaintenanceStore):
             "acks": "all",
             "message.timeout.ms": int(config.delivery_timeout_s * 1000),
             "error_cb": self._on_client_error,
-            "logger": _client_log,
         }
         self._producer = Producer(producer_config)
         self._consumer = Consumer(
@@ -138,7 +138,6 @@ class KafkaStore(MaintenanceStore):
                 # to this (measured: a median 4-17 ms at 20, 2-4 ms at 1). Reads stop at an end
                 # offset already known, so a fetch never has new records to wait for.
                 "fetch.wait.max.ms": 1,
-                "logger": _client_log,
             }
         )
         self._closed = False
@@ -330,6 +329,7 @@ class KafkaStore(MaintenanceStore):
         settings = {
             "bootstrap.servers": bootstrap_servers,
             "client.id": "actionjournal-tools",
+            **client_logging(),
             **(client_config or {}),
         }
         config = KafkaStoreConfig(
@@ -373,7 +373,6 @@ class KafkaStore(MaintenanceStore):
                 "enable.auto.offset.store": False,
                 "enable.partition.eof": True,
                 "auto.offset.reset": "error",
-                "logger": _client_log,
             }
         )
         decode = self.codec.decode
