@@ -64,7 +64,7 @@ def store_options(codec: RecordCodec, **options: str) -> str:
     what they journal there."""
     words = [f"--{name.replace('_', '-')} {shlex.quote(value)}" for name, value in options.items()]
     if codec.signed:
-        words.append("--signing-key-env VAR (VAR: a variable holding journal.signing_key)")
+        words.append("--signing-key-env VAR")
     return " ".join(words)
 
 
@@ -101,6 +101,9 @@ def decode_past_quarantined(
     return records
 
 
+_VAR = " (VAR: an environment variable holding journal.signing_key)"
+
+
 def stopped(error: RecordError, key_id: str, command: str) -> RecordError:
     """``error`` of a record of ``key_id``, with what the operator can do about it."""
     if not isinstance(error, CorruptRecordError | SignatureError):
@@ -109,7 +112,8 @@ def stopped(error: RecordError, key_id: str, command: str) -> RecordError:
     return type(error)(
         f"{error.message}. This record belongs to {what}, which stops here: it may hold what "
         "a run did. Repair or restore the record if you can; otherwise skip it with "
-        f"`{command}` (an audited decision, journaled), and restart the job: the key then "
+        f"`{command}`{_VAR if '--signing-key-env VAR' in command else ''} (an audited "
+        "decision, journaled), and restart the job: the key then "
         "recovers without it, and durable calls whose start or outcome it may have held "
         "follow their on_unknown policy",
         error.where,

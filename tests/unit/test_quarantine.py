@@ -15,6 +15,7 @@ from actionjournal import Agent, InputEvent, JournalConfig, LocalRunner, OutputE
 from actionjournal.durable.errors import (
     ActionFailedError,
     CorruptRecordError,
+    SignatureError,
     UnknownOutcomeError,
 )
 from actionjournal.durable.identity import key_id
@@ -50,13 +51,13 @@ def _reset():
     HELD.clear()
 
 
-def in_flight(tmp_path, store) -> str:
+def in_flight(tmp_path, store, config=None) -> str:
     """Keys a and b each with a run whose first call is journaled, snapshotted mid-run."""
 
     async def go():
         agent = TwoCalls()
         agent.hold = True
-        runner = LocalRunner(agent, store)
+        runner = LocalRunner(agent, store, config)
         runner.submit("a", "x")
         runner.submit("b", "y")
         while len(HELD) < 2:
@@ -161,3 +162,28 @@ def test_quarantine_refuses_what_it_must_not_skip(tmp_path, capsys):
     assert "no record at partition 0 position 999" in capsys.readouterr().err
     assert cli([*argv, "--position", "1", "--namespace", "other"]) == 1
     assert "belongs to namespace 'default'" in capsys.readouterr().err
+
+
+def test_a_signed_journal_gets_a_signed_decision(tmp_path, capsys, monkeypatch):
+    path = tmp_path / "j.db"
+    config = JournalConfig(signing_key="k" * 32)
+    store = SqliteStore(path)
+    snap = in_flight(tmp_path, store, config)
+    pos = corrupt_first_call_of(path, "a")
+    argv = ["journal", "quarantine", "--store", "sqlite", "--path", str(path)]
+    argv += ["--position", str(pos)]
+    with pytest.raises(SignatureError) as info:  # the garbage is not signed
+        restore(snap, store, config)
+    message = str(info.value)
+    assert "--signing-key-env VAR --namespace default" in message
+    assert f"--position {pos}` (VAR: an environment variable holding journal.signing_key)" in (
+        message
+    )
+    assert cli(argv) == 1  # unsigned, the job would refuse the decision itself
+    assert "records are signed: give --signing-key-env" in capsys.readouterr().err
+    monkeypatch.setenv("AJ_KEY", "k" * 32)
+    assert cli([*argv, "--signing-key-env", "AJ_KEY"]) == 0
+    CALLS.clear()
+    runner = restore(snap, store, config)
+    assert sorted(event.output for _, event in runner.outputs) == ["X-1X-2", "Y-1Y-2"]
+    assert sorted(CALLS) == ["x-1", "x-2", "y-2"]

@@ -32,7 +32,8 @@ class Admin:
 
     def __init__(self, settings: dict[str, Any]) -> None:
         self.bootstrap = settings["bootstrap.servers"]
-        self.client = AdminClient({**settings, "error_cb": self._on_error})
+        config: dict[str, Any] = {**settings, "error_cb": self._on_error}
+        self.client = AdminClient(config)
         self._failures: list[tuple[float, KafkaError]] = []
 
     def _on_error(self, error: KafkaError) -> None:

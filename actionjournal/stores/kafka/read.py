@@ -6,6 +6,7 @@ import contextlib
 import gc
 import time
 from collections.abc import Generator, Iterator
+from typing import cast
 
 import msgspec
 from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
@@ -57,7 +58,7 @@ def read_head(message: Message) -> Head | None:
     """Whose record ``message`` is, without decoding its body: its headers and message key,
     or for records written before the headers the identity prefix of the body. ``None``: a
     foreign record (neither headers nor a readable prefix: not written by actionjournal)."""
-    found = message.headers()
+    found = cast("list[tuple[str, bytes | None]] | None", message.headers())
     if found:
         namespace = uid = None
         for name, value in found:
@@ -114,7 +115,8 @@ class Sorter:
     def add(self, messages: list[Message]) -> None:
         ours, at, by_key = self._ours, self._epoch, self._by_key
         # The hot loop of recovery: byte comparisons only.
-        at_c_speed = zip(messages, map(_offset, messages), map(_value, messages), strict=True)
+        offsets = cast("Iterator[int]", map(_offset, messages))  # fetched: never None
+        at_c_speed = zip(messages, offsets, map(_value, messages), strict=True)
         for message, offset, data in at_c_speed:
             key: bytes | None
             try:

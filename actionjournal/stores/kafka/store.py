@@ -193,7 +193,12 @@ class KafkaStore(MaintenanceStore):
         while True:
             try:
                 self._producer.produce(
-                    self.topic, data, key, partition, on_delivery=delivery, headers=head
+                    self.topic,
+                    data,
+                    key,
+                    partition,
+                    on_delivery=delivery,
+                    headers=head,  # type: ignore[arg-type]  # a list of (str, bytes) is one
                 )
                 break
             except BufferError:  # local queue full: wait for deliveries to make room

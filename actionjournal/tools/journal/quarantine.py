@@ -66,7 +66,8 @@ def main(argv: list[str]) -> int:
     config = store_config(args)
     assert config is not None
     where = f"partition {args.partition} position {args.position} of {describe(config)}"
-    with opened(config, record_codec(args), write=True) as store:
+    codec = record_codec(args)
+    with opened(config, codec, write=True) as store:
         if args.partition not in store.partitions():
             raise ToolError(f"{describe(config)} has no partition {args.partition}")
         item = _record_at(store, args.partition, args.position, args.namespace)
@@ -83,10 +84,16 @@ def main(argv: list[str]) -> int:
                 "nothing quarantined"
             )
         uid = item.operator_uid
-        done = _already(store, args.partition, args.position, args.namespace, uid, item.key_id)
+        done, signed = _decisions(store, args.partition, args.position, args.namespace, uid)
         if done is not None:
             print(f"{where} was already quarantined at position {done}; nothing to do")
             return EXIT_OK
+        if signed and not codec.signed:
+            raise ToolError(
+                "the journal's records are signed: give --signing-key-env VAR (VAR holding "
+                "journal.signing_key), or the job would refuse the decision as unsigned; "
+                "nothing quarantined"
+            )
         record = Quarantined(
             namespace=args.namespace,
             operator_uid=uid,
@@ -146,16 +153,22 @@ def _refuse(item: ScannedRecord, args: argparse.Namespace, where: str) -> None:
         )
 
 
-def _already(
-    store: MaintenanceStore, partition: int, position: int, namespace: str, uid: str, key: str
-) -> int | None:
-    """The position of an earlier decision about the same record, if there is one."""
-    for item in store.scan(partition, namespace, uid, start=position + 1, foreign=True):
-        record = item.record
-        if isinstance(record, Quarantined) and (
-            record.partition,
-            record.position,
-            record.key_id,
-        ) == (partition, position, key):
-            return item.position
-    return None
+def _decisions(
+    store: MaintenanceStore,
+    partition: int,
+    position: int,
+    namespace: str,
+    uid: str,
+) -> tuple[int | None, bool]:
+    """Where an earlier decision about the same record is, if there is one; and whether the
+    operator's records in the partition are signed."""
+    signed = False
+    for found in store.scan(partition, namespace, uid, foreign=True):
+        signed = signed or found.signed
+        record = found.record
+        if isinstance(record, Quarantined) and (record.partition, record.position) == (
+            partition,
+            position,
+        ):
+            return found.position, signed
+    return None, signed
