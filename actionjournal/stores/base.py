@@ -320,8 +320,8 @@ def decode_range(
     codec: RecordCodec, entries: Entries, start: int, end: int, read: KeyRead
 ) -> list[JournalRecord]:
     """Decode the entries (in position order) at positions ``[start, end)``, all in one
-    :meth:`~RecordCodec.decode_many` call. A bad one, records an operator quarantined, or a
-    record that is not what its place (message key, headers) says it is, take the slow path
+    :meth:`~RecordCodec.decode_many` call. A bad one, records an operator quarantined, or (in
+    a signed journal) a record that is not what its place says it is, take the slow path
     of :mod:`actionjournal.stores.quarantine`, which skips the quarantined and says which
     other record stops the key, where."""
     if entries and not (start <= entries[0][0] and entries[-1][0] < end):
@@ -330,7 +330,12 @@ def decode_range(
         records = codec.decode_many(list(map(_data, entries)), lambda i: read.at(entries[i][0]))
     except RecordError:
         return decode_past_quarantined(codec, entries, read)
-    if Quarantined in set(map(type, records)) or not set(map(_identity, records)) <= {
+    if Quarantined in set(map(type, records)):
+        return decode_past_quarantined(codec, entries, read)
+    # In a signed journal a record must also be the key's by what it says itself: a signed
+    # record of another key filed under this one (message key, headers, key column) would
+    # replay as this key's. Unsigned, anyone who can write can forge the record itself.
+    if codec.signed and not set(map(_identity, records)) <= {
         (read.namespace, read.operator_uid, read.key_id),
         (read.namespace, read.operator_uid, CONTROL_KEY),
     }:

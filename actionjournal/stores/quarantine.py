@@ -35,8 +35,8 @@ class KeyRead:
         return f"{self.where} {self.unit} {position}"
 
     def check(self, record: JournalRecord, position: int) -> None:
-        """Refuse a record that is not what its place says: a record of another key filed under
-        this one (by its message key or headers) would otherwise replay as this key's."""
+        """Refuse a (signed) record that is not what its place says: a record of another key
+        filed under this one (by its message key or headers) would replay as this key's."""
         if (record.namespace, record.operator_uid) == (self.namespace, self.operator_uid) and (
             record.key_id in (self.key_id, CONTROL_KEY)
         ):
@@ -45,7 +45,7 @@ class KeyRead:
             f"the record is a {type(record).__name__} of namespace {record.namespace!r}, "
             f"operator {record.operator_uid!r}, key {record.key_id or '(control)'}, but it is "
             f"filed under namespace {self.namespace!r}, operator {self.operator_uid!r}, key "
-            f"{self.key_id or '(control)'}: it was not written by actionjournal",
+            f"{self.key_id or '(control)'}: it was copied there, not written by actionjournal",
             self.at(position),
         )
 
@@ -82,7 +82,8 @@ def decode_past_quarantined(
     for position, data in entries:
         try:
             record = codec.decode(data, read.at(position))
-            read.check(record, position)
+            if codec.signed:
+                read.check(record, position)
         except RecordError as exc:
             decoded.append(exc)
             continue

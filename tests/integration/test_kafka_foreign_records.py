@@ -19,6 +19,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
 from actionjournal import Agent, InputEvent, JournalConfig, LocalRunner, OutputEvent, action
+from actionjournal.durable.codec import RecordCodec
 from actionjournal.durable.errors import CorruptRecordError
 from actionjournal.durable.identity import key_id
 from actionjournal.durable.records import Quarantined
@@ -210,4 +211,24 @@ def test_records_without_headers_stay_readable(aj_kafka_bootstrap, topic):
     again = other.read_key("ns", "charger", key_id("k"), None)
     assert again == records + records
     assert other.read_key("other", "charger", key_id("k"), None) == []
+    other.close()
+
+
+def test_a_signed_record_copied_under_another_key_is_refused(aj_kafka_bootstrap, topic):
+    config = KafkaStoreConfig(bootstrap_servers=aj_kafka_bootstrap, topic=topic, partitions=1)
+    codec = RecordCodec(b"s" * 32)
+    store = KafkaStore(config, codec)
+    runner = LocalRunner(Charger(), store, JournalConfig(namespace="ns", signing_key="s" * 32))
+    asyncio.run(runner.run([("j", "b1")]))
+    (finished, *_) = store.read_key("ns", "charger", key_id("j"), None)
+    store.close()
+    ours = [(HEADERS[0], b"ns"), (HEADERS[1], b"charger")]
+    copy = produce(aj_kafka_bootstrap, topic, codec.encode(finished), key_id("k").encode(), ours)
+    other = KafkaStore(config, codec)
+    with pytest.raises(CorruptRecordError, match=rf"offset {copy}") as info:
+        other.read_key("ns", "charger", key_id("k"), None)
+    assert f"is a CallFinished of namespace 'ns', operator 'charger', key {key_id('j')}" in str(
+        info.value
+    )
+    assert len(other.read_key("ns", "charger", key_id("j"), None)) == 3  # j is not affected
     other.close()
