@@ -6,7 +6,7 @@
  * mailbox actions. prepareSnapshotPreBarrier finishes the open bundle and the snapshot
  * follows in the same step, before those actions run, so without this the checkpoint
  * holds the keyed state written in that bundle but not its timers. Compiled on demand
- * by actionjournal/operator/draining.py against the installed PyFlink's jars.
+ * by actionjournal/operator/javac.py against the installed PyFlink's jars.
  *
  * Timers reach Python without their timestamp: the agent emits every output from a timer,
  * and PyFlink stamps what a timer emits with the timer's time (Long.MAX_VALUE for the

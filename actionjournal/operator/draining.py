@@ -7,9 +7,7 @@ keyed state written in that bundle without its timers: after a restore from it, 
 whose new pending input was in that bundle is never resumed (unless it gets more input).
 ``DrainingKeyedProcessOperator.java`` (next to this file) registers those timers right
 after the flush, and hands timers to Python without their timestamp so that outputs do
-not carry a timer's time. It is compiled once per PyFlink version with ``javac`` against
-PyFlink's own jars into ``<cache>/flink`` (``$ACTIONJOURNAL_CACHE`` or
-``~/.cache/actionjournal``) and shipped with the job (``pipeline.jars``).
+not carry a timer's time. It is compiled on demand (:mod:`actionjournal.operator.javac`).
 
 Without a JDK, the binding falls back to one element per bundle (a bundle of one finishes
 inside processElement, so its timers are registered before the next barrier is read):
@@ -18,21 +16,12 @@ just as correct, a round trip to the Python worker per element and timer slower.
 
 from __future__ import annotations
 
-import hashlib
-import os
-import shutil
-import subprocess
-import tempfile
-import zipfile
 from pathlib import Path
 
-import pyflink
 from pyflink.datastream import DataStream, StreamExecutionEnvironment
 from pyflink.java_gateway import get_gateway
-from pyflink.util.java_utils import add_jars_to_context_class_loader
-from pyflink.version import __version__ as PYFLINK_VERSION
 
-from actionjournal.dev.maven import cache_dir
+from actionjournal.operator import javac
 
 SOURCE = Path(__file__).with_name("DrainingKeyedProcessOperator.java")
 PYFLINK_OPERATOR = (
@@ -40,46 +29,9 @@ PYFLINK_OPERATOR = (
 )
 
 
-class DrainingUnavailable(Exception):
-    """The operator could not be built here; the message says why."""
-
-
 def operator_jar() -> Path:
     """The compiled operator for the installed PyFlink, built on first use."""
-    source = SOURCE.read_bytes()
-    digest = hashlib.sha256(source + PYFLINK_VERSION.encode()).hexdigest()[:12]
-    jar = cache_dir("flink") / f"draining-operator-{PYFLINK_VERSION}-{digest}.jar"
-    if jar.exists():
-        return jar
-    javac = _javac()
-    home = Path(pyflink.__file__).parent
-    classpath = os.pathsep.join(
-        [str(home / "lib" / "*"), *map(str, home.glob("opt/flink-python*.jar"))]
-    )
-    with tempfile.TemporaryDirectory() as tmp:
-        classes = Path(tmp) / "classes"
-        command = [javac, "-nowarn", "--release", "11", "-cp", classpath, "-d", str(classes)]
-        done = subprocess.run([*command, str(SOURCE)], capture_output=True, text=True)
-        if done.returncode != 0:
-            raise DrainingUnavailable(
-                f"javac failed on {SOURCE.name}: {done.stderr.strip()[-2000:]}"
-            )
-        built = Path(tmp) / jar.name
-        with zipfile.ZipFile(built, "w") as out:
-            for path in sorted(classes.rglob("*.class")):
-                out.write(path, path.relative_to(classes).as_posix())
-        os.replace(built, jar)  # atomic: concurrent builders each write a whole jar
-    return jar
-
-
-def _javac() -> str:
-    home = os.environ.get("JAVA_HOME")
-    candidates = [str(Path(home) / "bin" / "javac")] if home else []
-    candidates.append(shutil.which("javac") or "")
-    for candidate in candidates:
-        if candidate and os.access(candidate, os.X_OK):
-            return candidate
-    raise DrainingUnavailable("no javac (a JDK) found on PATH or in JAVA_HOME")
+    return javac.compiled_jar(SOURCE)
 
 
 def install(env: StreamExecutionEnvironment, stream: DataStream, jar: Path) -> None:
@@ -93,11 +45,7 @@ def install(env: StreamExecutionEnvironment, stream: DataStream, jar: Path) -> N
     pyflinks = factory.getOperator()
     if pyflinks.getClass().getName() != PYFLINK_OPERATOR:
         return
-    url = jar.as_uri()
-    add_jars_to_context_class_loader([url])  # so the client can create it
-    jars = env._j_stream_execution_environment.getConfiguration().toMap().get("pipeline.jars")
-    if url not in (jars or ""):
-        env.add_jars(url)
+    javac.ship(env, jar)
     ours = jvm.io.actionjournal.flink.DrainingKeyedProcessOperator(
         pyflinks.getConfiguration(),
         pyflinks.getPythonFunctionInfo(),

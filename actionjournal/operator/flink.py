@@ -26,7 +26,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import msgspec
 from pyflink.common import Configuration, JobClient, Types
@@ -45,7 +45,7 @@ from pyflink.version import __version__ as PYFLINK_VERSION
 from actionjournal.durable.codec import RecordCodec
 from actionjournal.durable.errors import ConfigurationError
 from actionjournal.durable.stats import MetricGroupMirror
-from actionjournal.operator import draining
+from actionjournal.operator import draining, javac
 from actionjournal.operator.agent import Agent
 from actionjournal.operator.config import AgentsConfig
 from actionjournal.operator.engine import AgentEngine, KeyState
@@ -59,6 +59,14 @@ log = logging.getLogger(__name__)
 MAX_POLL_MS = 1000
 StoreFactory = Callable[[RecordCodec], JournalStore]
 SUPPORTED_PYFLINK = "2.3"  # the draining operator builds on PyFlink 2.3's internals (pyproject)
+
+
+class AgentOutput(NamedTuple):
+    """An output with the key whose run sent it and its event id (stable across replays)."""
+
+    key: Any
+    event_id: str
+    output: Any
 
 
 class AgentsExecutionEnvironment:
@@ -91,7 +99,7 @@ class AgentsExecutionEnvironment:
         if config.checkpoint_timers != "bundle-of-one":
             try:
                 jar = draining.operator_jar()
-            except draining.DrainingUnavailable as exc:
+            except javac.JavaUnavailable as exc:
                 if config.checkpoint_timers == "drain":
                     raise ConfigurationError(
                         f"checkpoint_timers='drain': cannot build the agent operator: {exc}. "
@@ -137,9 +145,17 @@ class AgentJob:
         self._store_factory = store_factory
         return self
 
-    def to_datastream(self) -> DataStream:
+    @property
+    def uid(self) -> str:
+        """The agent's operator uid (see :attr:`Agent.uid`)."""
+        if self._agent is None:
+            raise ConfigurationError("call .apply(agent) first")
+        return self._agent.operator_uid
+
+    def to_datastream(self, with_ids: bool = False) -> DataStream:
         """The agent's outputs (each ``OutputEvent.output``) as a normal PyFlink stream.
 
+        ``with_ids``: each as an :class:`AgentOutput` instead, with its key and event id.
         Outputs carry no event-time timestamp: they leave from timers, whose time is not
         theirs.
         """
@@ -158,7 +174,7 @@ class AgentJob:
                     "AgentsExecutionEnvironment.get_execution_environment set it"
                 )
         uid = self._agent.operator_uid
-        function = AgentFunction(self._agent, environment.config, self._store_factory)
+        function = AgentFunction(self._agent, environment.config, self._store_factory, with_ids)
         stream = self._keyed.process(function, output_type=Types.PICKLED_BYTE_ARRAY())
         if jar is not None:
             draining.install(environment.env, stream, jar)
@@ -167,11 +183,16 @@ class AgentJob:
 
 class AgentFunction(KeyedProcessFunction):
     def __init__(
-        self, agent: Agent, config: AgentsConfig, store_factory: StoreFactory | None = None
+        self,
+        agent: Agent,
+        config: AgentsConfig,
+        store_factory: StoreFactory | None = None,
+        with_ids: bool = False,
     ) -> None:
         self.agent = agent
         self.config = config
         self.store_factory = store_factory
+        self.with_ids = with_ids
 
     def open(self, runtime_context: RuntimeContext) -> None:
         self._state = runtime_context.get_state(
@@ -236,7 +257,8 @@ class AgentFunction(KeyedProcessFunction):
             state = self.engine.complete(state, result)
             self._save(state)
             for event in result.outputs:
-                yield event.attributes["output"]
+                output = event.attributes["output"]
+                yield AgentOutput(key, event.id, output) if self.with_ids else output
             if state.pending:
                 self._start(key, key_id, state)
         if state.pending:
