@@ -1,7 +1,7 @@
 """Process plumbing shared by the dev services (:mod:`~actionjournal.dev.kafka`,
-:mod:`~actionjournal.dev.fluss`).
+:mod:`~actionjournal.dev.fluss`, :mod:`~actionjournal.dev.flink`).
 
-Both run JVM servers from Maven jars next to tests: find ``java``, pick free loopback ports,
+They run JVM servers next to tests: find ``java``, pick free loopback ports,
 launch a server in its own session with its output appended to a log file, wait for it,
 stop it (SIGTERM, then SIGKILL) or crash it (SIGKILL), and remember a detached dev service
 in a small JSON state file so that another process can stop it.
@@ -21,7 +21,7 @@ import subprocess
 import sys
 import time
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
@@ -157,14 +157,15 @@ class ServerProcess:
         self._proc: subprocess.Popen[bytes] | None = None
         self._finalizer: weakref.finalize | None = None
 
-    def launch(self, cmd: Sequence[str], cwd: Path) -> int:
-        """Start ``cmd``; returns the log's size before launch (where its new output begins)."""
+    def launch(self, cmd: Sequence[str], cwd: Path, env: Mapping[str, str] | None = None) -> int:
+        """Start ``cmd`` (with ``env`` added to ours); returns the log's size before launch
+        (where its new output begins)."""
         self.forget()
         offset = self.log_path.stat().st_size if self.log_path.exists() else 0
         with open(self.log_path, "ab") as log:
             self._proc = subprocess.Popen(
                 list(cmd), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                cwd=cwd, start_new_session=True,
+                cwd=cwd, start_new_session=True, env={**os.environ, **(env or {})},
             )  # fmt: skip
         self.pid = self._proc.pid
         self._finalizer = weakref.finalize(self, _kill_quietly, self._proc)
@@ -306,11 +307,21 @@ def port_number(text: str) -> int:
     return port
 
 
-def dev_parser(service: str, what: str, description: str) -> argparse.ArgumentParser:
-    """The parser of ``actionjournal dev <service>``."""
+def dev_parser(
+    service: str,
+    what: str,
+    description: str,
+    start_options: Callable[[argparse.ArgumentParser], Any] | None = None,
+    commands: Mapping[str, str] | None = None,
+) -> argparse.ArgumentParser:
+    """The parser of ``actionjournal dev <service>``; ``start_options`` adds options to
+    ``start``, ``commands`` more subcommands (name -> help)."""
     parser = _Parser(prog=f"actionjournal dev {service}", description=description)
     sub = parser.add_subparsers(
-        dest="command", required=True, metavar="start|stop|status", parser_class=_Parser
+        dest="command",
+        required=True,
+        metavar="|".join(["start", "stop", "status", *(commands or {})]),
+        parser_class=_Parser,
     )
     p_start = sub.add_parser(
         "start",
@@ -326,12 +337,16 @@ def dev_parser(service: str, what: str, description: str) -> argparse.ArgumentPa
     p_start.add_argument(
         "--port", type=port_number, help="client port (default: a free one, picked at start)"
     )
+    if start_options is not None:
+        start_options(p_start)
     sub.add_parser("stop", help=f"stop the {what}", description=f"Stop the {what}.")
     sub.add_parser(
         "status",
         help="print the bootstrap address if running (exit 1 if not)",
         description=f"Print the {what}'s bootstrap address if it runs; exit 1 if not.",
     )
+    for name, text in (commands or {}).items():
+        sub.add_parser(name, help=text, description=text)
     return parser
 
 
@@ -341,19 +356,29 @@ def dev_main(
     service: str,
     what: str,
     description: str,
-    start: Callable[[str | None, int | None], ServiceInfo],
+    start: Callable[..., ServiceInfo],
     stop: Callable[[], ServiceInfo | None],
     status: Callable[[], ServiceInfo | None],
+    start_options: Callable[[argparse.ArgumentParser], Any] | None = None,
+    commands: Mapping[str, tuple[str, Callable[[], int]]] | None = None,
+    resume: Callable[..., ServiceInfo] | None = None,
 ) -> int:
     """``actionjournal dev <service> start|stop|status``; returns a process exit code.
 
     ``what`` names the thing in messages ("broker", "cluster"); ``start`` takes the work
-    directory and client port options.
+    directory and client port options, and as keywords the options ``start_options`` adds.
+    ``commands`` adds subcommands: name -> (help, function returning an exit code).
+    ``resume`` (those keywords) is what ``start`` does when the service already runs.
     """
-    args = dev_parser(service, what, description).parse_args(argv)
+    commands = commands or {}
+    helps = {name: text for name, (text, _) in commands.items()}
+    args = dev_parser(service, what, description, start_options, helps).parse_args(argv)
+    options = {k: v for k, v in vars(args).items() if k not in ("command", "workdir", "port")}
     try:
+        if args.command in commands:
+            return commands[args.command][1]()
         if args.command == "start":
-            info = _start(service, what, start, status, args.workdir, args.port)
+            info = _start(service, what, start, status, args.workdir, args.port, options, resume)
             print(info.bootstrap)
         elif args.command == "stop":
             stopped = stop()
@@ -375,10 +400,12 @@ def dev_main(
 def _start(
     service: str,
     what: str,
-    start: Callable[[str | None, int | None], ServiceInfo],
+    start: Callable[..., ServiceInfo],
     status: Callable[[], ServiceInfo | None],
     workdir: str | None,
     port: int | None,
+    options: Mapping[str, Any] | None = None,
+    resume: Callable[..., ServiceInfo] | None = None,
 ) -> ServiceInfo:
     """Start the service, saying so on stderr; a running one is reused only on its own port."""
     running = status()
@@ -391,7 +418,7 @@ def _start(
             )
         print(f"{what} already running: pid {running.pid}, workdir {running.workdir}",
               file=sys.stderr)  # fmt: skip
-        return running
+        return running if resume is None else resume(**(options or {}))
     if port is not None and port_open(port):
         raise DevProcessError(
             f"port {port} is already in use by another program: pick another --port, or leave "
@@ -404,7 +431,7 @@ def _start(
         flush=True,
     )
     began = time.monotonic()
-    info = start(workdir, port)
+    info = start(workdir, port, **(options or {}))
     print(
         f"{what} ready after {time.monotonic() - began:.0f} s: pid {info.pid}, workdir "
         f"{info.workdir}",

@@ -82,6 +82,12 @@ COMMANDS: dict[str, Node] = {
             "parser",
             "a local Apache Fluss cluster for development: start|stop|status",
         ),
+        "flink": Command(
+            "actionjournal.dev.flink",
+            "main",
+            "parser",
+            "a local Apache Flink session cluster: start|stop|status|env (docs/deploying.md)",
+        ),
     },
 }
 _HELP = ("-h", "--help", "help")

@@ -345,6 +345,11 @@ BAD_INPUTS = [
     ("dev port not a number", lambda w: ["dev", "fluss", "start", "--port", "x"], "not a port"),
     ("dev unknown action", lambda w: ["dev", "kafka", "restart"], "invalid choice"),
     (
+        "dev flink without taskmanagers",
+        lambda w: ["dev", "flink", "start", "--taskmanagers", "0"],
+        "at least 1 TaskManager",
+    ),
+    (
         "demo into someone's folder",
         lambda w: ["demo", "--local", "--dir", str(w["foreign"])],
         "not empty and was not made by the demo",
