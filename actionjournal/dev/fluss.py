@@ -275,8 +275,11 @@ class FlussCluster:
         (self.workdir / "log4j2.properties").write_text(_LOG4J2)
         zk = self.workdir / "zookeeper"
         zk.mkdir(exist_ok=True)
-        # tickTime 500 ms allows ZooKeeper sessions down to 1 s: a killed tablet server's
-        # registration must expire before its restarted incarnation can register again.
+        # tickTime 500 ms allows sessions of 1-10 s. A killed tablet server's registration
+        # must expire before its restarted incarnation can register again, so shorter is a
+        # quicker restart; but a session shorter than a JVM's pauses on a loaded machine
+        # expires under a starting tablet server, which then never becomes ready (seen at
+        # load 60 with 4 s). 10 s is the longest this tickTime allows.
         (zk / "zoo.cfg").write_text(
             "# written by actionjournal.dev.fluss\n"
             f"tickTime=500\ndataDir={zk / 'data'}\nclientPort={self.zookeeper_port}\n"
@@ -285,7 +288,7 @@ class FlussCluster:
         common = {
             "zookeeper.address": f"127.0.0.1:{self.zookeeper_port}",
             "zookeeper.path.root": "/fluss",
-            "zookeeper.client.session-timeout": "4s",
+            "zookeeper.client.session-timeout": "10s",
             "remote.data.dir": str(self.workdir / "remote"),
             "default.bucket.number": "1",
             "default.replication.factor": "1",
