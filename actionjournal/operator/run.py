@@ -29,6 +29,7 @@ from actionjournal.durable.identity import action_id, event_fingerprint, event_i
 from actionjournal.durable.records import (
     ActionCompleted,
     EventData,
+    JournalRecord,
     Marker,
     MemoryOp,
     RunCompleted,
@@ -104,6 +105,8 @@ class Run:
         self.sensory: dict[str, Any] = {}
         self.outputs: list[Event] = []
         self._queue: deque[tuple[Event, bytes]] = deque()
+        self._tasks: set[asyncio.Task[list[tuple[Event, bytes]]]] = set()
+        self._last: list[ActionCompleted] = []  # written with the RunCompleted, in one commit
         self._ordinals: Counter[tuple[str, str]] = Counter()
         self._turns = _Turns()
 
@@ -147,14 +150,15 @@ class Run:
             event_id(uid, kid, "input", self.seq),
         )
         self._queue.append((input_event, values.encode(input_event.attributes)))
-        tasks: set[asyncio.Task[list[tuple[Event, bytes]]]] = set()
+        tasks = self._tasks
         try:
             while True:
                 while self._queue:
                     tasks.update(self._dispatch(*self._queue.popleft()))
                 if not tasks:
                     break
-                done, tasks = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+                done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+                tasks -= done
                 for task in done:
                     self._queue.extend(task.result())
         finally:
@@ -162,13 +166,24 @@ class Run:
                 task.cancel()
             if tasks:
                 await asyncio.gather(*tasks, return_exceptions=True)
-        marker = None
+        records: list[JournalRecord] = list(self._last)
         if self.recorded.completed is None or self.refresh_marker:
             # Also after a full replay when the key's marker points into a skipped journal
             # (upgrade mode): the marker then moves into the current one.
             digest = input_digest(values.canonical(input_event.attributes["input"], "agent input"))
-            record = self.writer.build(RunCompleted, at=time.time(), input_digest=digest)
-            marker = await asyncio.to_thread(self.writer.write, record)
+            records.append(self.writer.build(RunCompleted, at=time.time(), input_digest=digest))
+        marker = None
+        if records:
+            context = ", ".join(f"action {r.action}" for r in self._last)
+            markers = await asyncio.to_thread(
+                self.writer.write_all,
+                records,
+                f"{context} finished but was not journaled" if context else "",
+            )
+            for _ in self._last:
+                self.env.counts.action("executed")
+            if isinstance(records[-1], RunCompleted):
+                marker = markers[-1]
         self.env.counts.run("completed" if self.recorded.completed is None else "replayed")
         return RunResult(self.outputs, self.short_term, marker)
 
@@ -256,11 +271,24 @@ class Run:
             outputs=[EventData(e.id or "", e.type, data) for e, data in out],
             at=time.time(),
         )
+        if self._ends_run(out):  # nothing of the run follows: one commit with RunCompleted
+            self._last.append(record)
+            return out
         await asyncio.to_thread(
             self.writer.write, record, f"action {spec.name} finished but was not journaled"
         )
         env.counts.action("executed")
         return out
+
+    def _ends_run(self, out: list[tuple[Event, bytes]]) -> bool:
+        """True when the action finishing with ``out`` is the run's last: no other action is
+        running or queued, and none of ``out`` starts one. Its ``ActionCompleted`` may then wait
+        for the ``RunCompleted`` (a crash in between loses both, as one before either would)."""
+        if len(self._tasks) != 1 or self._queue:
+            return False
+        actions = self.env.agent.actions()
+        output = self.env.agent.output_event_type
+        return all(event.type == output or not actions.get(event.type) for event, _ in out)
 
     def _sent_events(self, action: str, aid: str, sent: list[Event]) -> list[tuple[Event, bytes]]:
         """The events an action sent, as the journal keeps them and as replay rebuilds them,

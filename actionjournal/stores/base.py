@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from abc import abstractmethod
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from operator import attrgetter, itemgetter
 from typing import Generic, Protocol, TypeVar
@@ -70,6 +70,14 @@ class JournalStore(Protocol):
     @abstractmethod
     def append(self, record: JournalRecord) -> Marker:
         """Make ``record`` durable; return the marker of its position."""
+
+    def append_all(self, records: Sequence[JournalRecord]) -> list[Marker]:
+        """Make ``records`` durable, in this order; return their markers.
+
+        A store that can commits them together (SQLite: one transaction, all kept or none);
+        by default they are appended one after the other.
+        """
+        return [self.append(record) for record in records]
 
     @abstractmethod
     def read_key(

@@ -3,6 +3,10 @@
 An append is a committed transaction with ``synchronous=FULL``: durable when it
 returns, across a process kill and a power cut. Positions come from an
 AUTOINCREMENT column, so they never repeat, even after cleanup deletes rows.
+
+Group commit: appends made while a commit is in progress (other keys' runs, on other
+threads) wait in a queue, and the next commit takes them all: one transaction and one
+fsync for the lot, each appender returning once that commit is done.
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -83,22 +87,32 @@ class SqliteStore(MaintenanceStore):
         self._committing = False
 
     def append(self, record: JournalRecord) -> Marker:
+        return self.append_all([record])[0]
+
+    def append_all(self, records: Sequence[JournalRecord]) -> list[Marker]:
+        """The records go in one transaction, in order (with whatever else is queued then)."""
+        if not records:
+            return []
         started = time.perf_counter()
-        data = self.codec.encode(record)
-        pending = _Pending(record, data)
+        batch = [_Pending(record, self.codec.encode(record)) for record in records]
+        leading: list[_Pending] = []
         with self._commits:
-            self._queue.append(pending)
-            while not pending.done and self._committing:
+            self._queue.extend(batch)  # together: whichever commit takes one takes all
+            while not batch[-1].done and self._committing:
                 self._commits.wait()
-            if not pending.done:  # lead: commit everything queued so far in one transaction
-                batch, self._queue = self._queue, []
+            if not batch[-1].done:  # lead: commit everything queued so far in one transaction
+                leading, self._queue = self._queue, []
                 self._committing = True
-        if not pending.done:
-            self._commit(batch)
-        if pending.error is not None:
-            raise pending.error
-        note_append("sqlite", len(data), started)
-        return self.marker(record.key_id, pending.position, record.epoch)
+        if leading:
+            self._commit(leading)
+        markers = []
+        for pending in batch:
+            if pending.error is not None:
+                raise pending.error
+            note_append("sqlite", len(pending.data), started)
+            record = pending.record
+            markers.append(self.marker(record.key_id, pending.position, record.epoch))
+        return markers
 
     def _commit(self, batch: list[_Pending]) -> None:
         """Group commit: concurrent appends share one transaction and one fsync."""

@@ -61,3 +61,11 @@ def test_concurrent_appends_are_all_kept(store):
 def test_earliest_position_is_at_most_the_first_record(store):
     marker = store.append(rc("k", 0))
     assert store.earliest_position("k") <= marker.position
+
+
+def test_append_all_keeps_the_order_given(store):
+    markers = store.append_all([rc("k", 0), rc("other", 0), rc("k", 1)])
+    assert markers[0].position < markers[2].position
+    assert [m.partition for m in markers] == [store.partition_of(k) for k in ("k", "other", "k")]
+    assert [r.seq for r in store.read_key("ns", "op", "k", None)] == [0, 1]
+    assert [r.seq for r in store.read_key("ns", "op", "other", None)] == [0]

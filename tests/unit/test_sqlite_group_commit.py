@@ -1,0 +1,185 @@
+"""Group commit on SQLite (issue 21 item 1): concurrent appends share transactions, and a
+run's last ActionCompleted goes in the RunCompleted's commit.
+
+Commits are counted in the WAL file itself: with ``synchronous=FULL`` each commit is one
+commit frame and one fsync of the WAL. Durability when an append returns is tested with a
+real SIGKILL in tests/integration/test_crash_sqlite_appends.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import struct
+import threading
+import time
+from pathlib import Path
+
+from actionjournal import Agent, Event, InputEvent, LocalRunner, OutputEvent, action
+from actionjournal.durable.records import ActionCompleted, CallFinished, RunCompleted
+from actionjournal.stores import SqliteStore
+from actionjournal.testing.crash import CrashingStore
+
+THREADS = 64
+
+
+def wal_commits(db: Path) -> int:
+    """Commit frames in the WAL of ``db`` (frames of the current WAL generation only)."""
+    data = Path(f"{db}-wal").read_bytes()
+    page_size = struct.unpack(">I", data[8:12])[0]
+    salts = data[16:24]
+    commits = 0
+    for offset in range(32, len(data) - 24, 24 + page_size):
+        header = data[offset : offset + 24]
+        if header[8:16] != salts:
+            break  # a frame left from before the WAL was restarted
+        commits += struct.unpack(">I", header[4:8])[0] != 0
+    return commits
+
+
+def rc(key: str, seq: int) -> RunCompleted:
+    return RunCompleted("ns", "op", 0, key, seq, at=time.time(), input_digest="d" * 40)
+
+
+def test_concurrent_appends_of_different_keys_share_commits(tmp_path: Path) -> None:
+    db = tmp_path / "journal.db"
+    store = SqliteStore(db)
+    before = wal_commits(db)
+    # Another connection holds the write lock, so the first commit waits and every other
+    # thread's append queues up meanwhile: a store without group commit makes 64 commits.
+    blocker = sqlite3.connect(db, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")
+    calling = threading.Semaphore(0)
+    markers = {}
+
+    def append(n: int) -> None:
+        calling.release()
+        markers[n] = store.append(rc(f"key-{n}", 0))
+
+    threads = [threading.Thread(target=append, args=(n,)) for n in range(THREADS)]
+    for t in threads:
+        t.start()
+    for _ in threads:
+        calling.acquire()
+    time.sleep(0.2)  # let the last callers reach the queue (the count below does not need it)
+    blocker.execute("ROLLBACK")
+    blocker.close()
+    for t in threads:
+        t.join()
+    commits = wal_commits(db) - before
+    assert len({m.position for m in markers.values()}) == THREADS
+    for n in range(THREADS):
+        assert [r.seq for r in store.read_key("ns", "op", f"key-{n}", None)] == [0]
+    assert 1 <= commits <= THREADS // 8, f"{THREADS} concurrent appends took {commits} commits"
+    store.close()
+
+
+def test_append_all_is_one_commit_in_order(tmp_path: Path) -> None:
+    db = tmp_path / "journal.db"
+    store = SqliteStore(db)
+    before = wal_commits(db)
+    markers = store.append_all([rc("k", 0), rc("k", 1), rc("k", 2)])
+    assert wal_commits(db) - before == 1
+    assert [m.position for m in markers] == sorted(m.position for m in markers)
+    assert [r.seq for r in store.read_key("ns", "op", "k", None)] == [0, 1, 2]
+    store.close()
+
+
+def lookup(text: str) -> str:
+    return text.upper()
+
+
+class OneStep(Agent):
+    uid = "one-step"
+
+    @action(InputEvent)
+    def answer(self, event, ctx):
+        ctx.send_event(OutputEvent(ctx.durable_execute(lookup, event.input)))
+
+
+class Asked(Event):
+    TYPE = "asked"
+    __slots__ = ()
+
+    def __init__(self, text: str) -> None:
+        super().__init__(self.TYPE, {"text": text})
+
+
+class TwoSteps(Agent):
+    """``ask`` starts ``answer``: ask's ActionCompleted must be durable before answer runs."""
+
+    uid = "two-steps"
+
+    def __init__(self, db: str) -> None:
+        self.db = db
+        self.seen_before_answer: list[str] = []
+
+    @action(InputEvent)
+    def ask(self, event, ctx):
+        ctx.send_event(Asked(event.input))
+
+    @action(Asked)
+    def answer(self, event, ctx):
+        reader = sqlite3.connect(self.db)
+        rows = reader.execute("SELECT body FROM journal ORDER BY pos").fetchall()
+        reader.close()
+        self.seen_before_answer = [bytes(body).hex() for (body,) in rows]
+        ctx.send_event(OutputEvent(ctx.durable_execute(lookup, event.attributes["text"])))
+
+
+def run_one(agent: Agent, store) -> LocalRunner:
+    runner = LocalRunner(agent, store)
+    asyncio.run(runner.run([("user-1", "hello")]))
+    assert [out.output for _, out in runner.outputs] == ["HELLO"]
+    return runner
+
+
+def journal_types(store: SqliteStore) -> list[str]:
+    rows = store._db.execute("SELECT body FROM journal ORDER BY pos").fetchall()
+    return [type(store.codec.decode(body)).__name__ for (body,) in rows]
+
+
+def test_last_action_completed_shares_the_run_completed_commit(tmp_path: Path) -> None:
+    db = tmp_path / "journal.db"
+    store = SqliteStore(db)
+    before = wal_commits(db)
+    run_one(OneStep(), store)
+    assert journal_types(store) == ["CallFinished", "ActionCompleted", "RunCompleted"]
+    assert wal_commits(db) - before == 2  # CallFinished; ActionCompleted + RunCompleted
+    store.close()
+
+
+def test_action_that_starts_another_is_durable_before_it_runs(tmp_path: Path) -> None:
+    db = tmp_path / "journal.db"
+    store = SqliteStore(db)
+    before = wal_commits(db)
+    agent = TwoSteps(str(db))
+    run_one(agent, store)
+    decoded = [store.codec.decode(bytes.fromhex(body)) for body in agent.seen_before_answer]
+    assert [(type(r).__name__, getattr(r, "action", "")) for r in decoded] == [
+        ("ActionCompleted", "ask")
+    ]
+    assert journal_types(store) == [
+        "ActionCompleted",
+        "CallFinished",
+        "ActionCompleted",
+        "RunCompleted",
+    ]
+    assert wal_commits(db) - before == 3
+    store.close()
+
+
+def test_a_wrapping_store_sees_every_record_through_its_own_append(tmp_path: Path) -> None:
+    """Crash tests wrap the store and forward the rest to it: the last ActionCompleted and
+    the RunCompleted still go through the wrapper's append, one by one."""
+    inner = SqliteStore(tmp_path / "journal.db")
+    seen: list[type] = []
+
+    class Watching(CrashingStore):
+        def append(self, record):
+            seen.append(type(record))
+            return super().append(record)
+
+    run_one(OneStep(), Watching(inner, None))
+    assert seen == [CallFinished, ActionCompleted, RunCompleted]
+    inner.close()
