@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import re
 import sys
 import threading
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,6 +25,7 @@ from actionjournal import (
 from actionjournal.durable.errors import ActionFailedError
 from actionjournal.reconcilers import reconciled_by, reconciler
 from actionjournal.stores import MemoryStore
+from tests.docs import docs_sample
 
 EXECUTED: list[str] = []
 SEEN: list[object] = []
@@ -307,8 +306,7 @@ def test_a_call_stopped_with_its_run_keeps_no_outcome_and_says_so():
 def test_the_zero_argument_sample_of_the_docs_runs_as_written():
     """docs/reconcilers.md, Flink Agents' form: killed after the charge, before its outcome
     was journaled, the restore asks `recovered_charge` and charges nothing again."""
-    text = (Path(__file__).parents[2] / "docs" / "reconcilers.md").read_text()
-    (block,) = [b for b in re.findall(r"```python\n(.*?)```", text, re.S) if "CHARGES" in b]
+    block = docs_sample("reconcilers.md", "CHARGES")
     namespace: dict[str, Any] = {"__name__": "docs_reconcilers"}
     exec(block, namespace)
     store = MemoryStore()
