@@ -9,6 +9,7 @@ set it asks that Ollama server, model ``OLLAMA_MODEL`` (default ``qwen3:8b``).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -63,49 +64,54 @@ def run_job(
     # the reviews consumed after the checkpoint (from_collection would replay them all).
     source = paced_source(env, [json.dumps(r) for r in reviews], per_second)
     parsed = source.map(json.loads, output_type=Types.PICKLED_BYTE_ARRAY())
-    job = agents.from_datastream(parsed, key_selector=restaurant_of)
-    verdicts = job.apply(ParallelSentiment(models), store_factory=store_factory).to_datastream()
+    verdicts = (
+        agents.from_datastream(parsed, key_selector=restaurant_of)
+        .apply(ParallelSentiment(models), store_factory=store_factory)  # tests inject crashes
+        .to_datastream()
+    )
     with verdicts.execute_and_collect("parallel-sentiment") as results:
         return list(results)
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--dir", type=Path, help="checkpoints and journal (default: a temp dir)")
+    p.add_argument(
+        "--dir", type=Path, help="keep checkpoints and journal here (default: a temp dir, deleted)"
+    )
     args = p.parse_args(argv)
-    directory = args.dir or Path(tempfile.mkdtemp(prefix="parallel-sentiment-"))
-    directory.mkdir(parents=True, exist_ok=True)
-    host = os.environ.get("OLLAMA_HOST")
-    started = time.monotonic()
-    if host:
-        model = os.environ.get("OLLAMA_MODEL", "qwen3:8b")
-        print(f"asking Ollama at {host}, model {model}")
-        outputs = run_job(REVIEWS, chat_models(host, model), directory)
-    else:
-        from actionjournal.testing.model_server import ModelServer
+    with contextlib.ExitStack() as stack:
+        directory = args.dir or Path(
+            stack.enter_context(tempfile.TemporaryDirectory(prefix="parallel-sentiment-"))
+        )
+        directory.mkdir(parents=True, exist_ok=True)
+        started = time.monotonic()
+        host = os.environ.get("OLLAMA_HOST")
+        if host:
+            model = os.environ.get("OLLAMA_MODEL", "qwen3:8b")
+            print(f"asking Ollama at {host}, model {model}")
+            outputs = run_job(REVIEWS, chat_models(host, model), directory)
+            asked = ""
+        else:
+            from actionjournal.testing.model_server import ModelServer
 
-        with ModelServer(latency=TEST_LATENCY) as server:
+            server = stack.enter_context(ModelServer(latency=TEST_LATENCY))
             print(
                 f"asking the local test model server at {server.url} "
                 "(set OLLAMA_HOST to ask a real one)"
             )
             outputs = run_job(REVIEWS, chat_models(server.url), directory)
+            asked = f"; the server answered {server.count()} requests, asked twice: "
+            asked += str(len(server.repeated()))
+        for out in sorted({o["id"]: o for o in outputs}.values(), key=lambda o: o["id"]):
+            aspects = ", ".join(f"{a} {s['score']}/5" for a, s in sorted(out["aspects"].items()))
+            verdict = out["verdict"]
             print(
-                f"the server answered {server.count()} requests; "
-                f"asked twice: {len(server.repeated())}"
+                f"review {out['id']} ({out['restaurant']}): {aspects} -> "
+                f"{verdict['sentiment']} {verdict['score']}/5: {verdict['summary']} "
+                f"(restaurant average {out['restaurant_average']})"
             )
-    for out in sorted({o["id"]: o for o in outputs}.values(), key=lambda o: o["id"]):
-        aspects = ", ".join(f"{a} {s['score']}/5" for a, s in sorted(out["aspects"].items()))
-        verdict = out["verdict"]
-        print(
-            f"review {out['id']} ({out['restaurant']}): {aspects} -> {verdict['sentiment']} "
-            f"{verdict['score']}/5: {verdict['summary']} (restaurant average "
-            f"{out['restaurant_average']})"
-        )
-    print(
-        f"{len(outputs)} verdicts in {time.monotonic() - started:.1f} s; "
-        f"journal: {directory / 'journal.db'}"
-    )
+        kept = f"; journal: {directory / 'journal.db'}" if args.dir else ""
+        print(f"{len(outputs)} verdicts in {time.monotonic() - started:.1f} s{asked}{kept}")
     return 0
 
 

@@ -60,12 +60,16 @@ def run_job(
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--dir", type=Path, help="checkpoints and journal (default: a temp dir)")
+    p.add_argument(
+        "--dir", type=Path, help="keep checkpoints and journal here (default: a temp dir, deleted)"
+    )
     args = p.parse_args(argv)
-    directory = args.dir or Path(tempfile.mkdtemp(prefix="ticket-triage-"))
-    directory.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     with contextlib.ExitStack() as stack:
+        directory = args.dir or Path(
+            stack.enter_context(tempfile.TemporaryDirectory(prefix="ticket-triage-"))
+        )
+        directory.mkdir(parents=True, exist_ok=True)
         host, remote = os.environ.get("OLLAMA_HOST"), os.environ.get("REMOTE_AGENTS_URL")
         if host:
             model = os.environ.get("OLLAMA_MODEL", "qwen3:8b")

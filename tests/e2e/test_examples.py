@@ -4,6 +4,7 @@ calls and the aggregation call. Each Flink job costs about 10 s, so there are fe
 from __future__ import annotations
 
 import asyncio
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -65,16 +66,29 @@ def test_parallel_sentiment_killed_between_branches_and_aggregation(tmp_path):
 
 
 @pytest.mark.parametrize(
-    ("script", "expect"),
+    ("script", "prefix", "expect", "last"),
     [
-        ("examples/parallel_sentiment/job.py", ["asked twice: 0", "6 verdicts"]),
-        ("examples/ticket_triage/job.py", ["investigator answered ticket 1", "5 tickets"]),
+        (
+            "examples/parallel_sentiment/job.py",
+            "parallel-sentiment-",
+            ["review 6 (noodle-bar)"],
+            r"6 verdicts in [0-9.]+ s; the server answered 18 requests, asked twice: 0",
+        ),
+        (
+            "examples/ticket_triage/job.py",
+            "ticket-triage-",
+            ["investigator answered ticket 1"],
+            r"5 tickets in [0-9.]+ s",
+        ),
     ],
 )
-def test_example_scripts_run_against_the_local_servers(tmp_path, script, expect):
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}  # no OLLAMA_HOST: the test server
+def test_example_scripts_run_against_the_local_servers(tmp_path, script, prefix, expect, last):
+    """As docs/getting-started.md runs them: no --dir, so their temp dir must be gone after."""
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "TMPDIR": str(temp)}  # no OLLAMA_HOST
     done = subprocess.run(
-        [sys.executable, str(ROOT / script), "--dir", str(tmp_path)],
+        [sys.executable, str(ROOT / script)],
         capture_output=True,
         text=True,
         timeout=300,
@@ -84,3 +98,5 @@ def test_example_scripts_run_against_the_local_servers(tmp_path, script, expect)
     assert done.returncode == 0, done.stderr[-3000:]
     for text in expect:
         assert text in done.stdout, done.stdout
+    assert re.fullmatch(last, done.stdout.splitlines()[-1]), done.stdout
+    assert not [p.name for p in temp.iterdir() if p.name.startswith(prefix)], "left behind"
