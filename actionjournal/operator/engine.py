@@ -229,35 +229,43 @@ class AgentEngine:
                 f"than journal.epoch={self.config.epoch}: this state was written by a later "
                 "deployment; set journal.epoch to at least that"
             )
-        reason = self._skipped(marker)
-        if reason is None:
+        skipped = self._skipped(marker)
+        if skipped is None:
             return marker
+        error, problem, advice = skipped
         if self.config.upgrade != "fresh":
-            raise reason
-        self._audit_skip(marker, str(reason))
+            raise error(f"{problem}. {advice}")
+        self._audit_skip(marker, problem)  # without the advice: upgrade mode is what it says
         return None
 
-    def _skipped(self, marker: Marker) -> RecoveryError | None:
-        """Why a marker does not belong to the configured journal (upgrade mode skips it)."""
+    def _skipped(self, marker: Marker) -> tuple[type[RecoveryError], str, str] | None:
+        """Why a marker does not belong to the configured journal (upgrade mode skips it):
+        the error a restore raises, what is wrong, and what to do."""
         ours = self.store.identity
         if (marker.store.backend, marker.store.name) != (ours.backend, ours.name):
-            return MarkerMismatchError(
+            return (
+                MarkerMismatchError,
                 f"recovery marker references {marker.store.backend} journal "
                 f"{marker.store.name!r} ({_where(marker)}, position {marker.position}), but the "
-                f"configured store is {ours.backend} {ours.name!r}. Configure the journal the "
-                "checkpoint was taken with, or set journal.upgrade='fresh' to start a new journal"
+                f"configured store is {ours.backend} {ours.name!r}",
+                "Configure the journal the checkpoint was taken with, or set "
+                "journal.upgrade='fresh' to start a new journal",
             )
         if marker.store.uid != ours.uid:
-            return StoreRecreatedError(
+            return (
+                StoreRecreatedError,
                 f"recovery marker references {ours.backend} journal {ours.name!r} with id "
                 f"{marker.store.uid}, but the journal now has id {ours.uid}: it was deleted and "
                 f"recreated, and the records after {_where(marker)} position {marker.position} "
-                "are gone. Set journal.upgrade='fresh' to start a new journal"
+                "are gone",
+                "Set journal.upgrade='fresh' to start a new journal",
             )
         if marker.epoch < self.config.epoch:
-            return MarkerMismatchError(
+            return (
+                MarkerMismatchError,
                 f"recovery marker is from journal epoch {marker.epoch} but journal.epoch is "
-                f"{self.config.epoch}; set journal.upgrade='fresh' to skip the old epoch's journal"
+                f"{self.config.epoch}",
+                "Set journal.upgrade='fresh' to skip the old epoch's journal",
             )
         return None
 
