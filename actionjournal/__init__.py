@@ -1,21 +1,35 @@
-"""Durable execution and recovery for streaming AI agents in Apache Flink."""
+"""Durable execution and recovery for streaming AI agents in Apache Flink.
+
+The names an agent's code needs, and every public error (all defined in
+:mod:`actionjournal.durable.errors`, all subclasses of :class:`ActionJournalError`).
+"""
 
 from actionjournal.durable.calls import current_call
 from actionjournal.durable.config import JournalConfig
 from actionjournal.durable.errors import (
     ActionFailedError,
     ActionJournalError,
+    CleanupBoundaryError,
     ConfigurationError,
     ContextClosedError,
+    CorruptRecordError,
     DataLossError,
     DivergenceError,
     EncodingError,
     JournalWriteError,
     MarkerMismatchError,
+    PayloadTooLargeError,
+    PickleDisabledError,
     ReconcileError,
     RecordedCallError,
+    RecordError,
+    RecoveryError,
+    RunJournalTooLongError,
+    SignatureError,
+    StoreError,
     StoreRecreatedError,
     UnknownOutcomeError,
+    UnsupportedFormatError,
 )
 from actionjournal.durable.outcomes import CallInfo, Failed, NotStarted, Recovered, StillRunning
 from actionjournal.operator.agent import Agent, action
@@ -28,8 +42,10 @@ __all__ = [
     "ActionJournalError",
     "Agent",
     "CallInfo",
+    "CleanupBoundaryError",
     "ConfigurationError",
     "ContextClosedError",
+    "CorruptRecordError",
     "DataLossError",
     "DivergenceError",
     "EncodingError",
@@ -42,13 +58,21 @@ __all__ = [
     "MarkerMismatchError",
     "NotStarted",
     "OutputEvent",
+    "PayloadTooLargeError",
+    "PickleDisabledError",
     "ReconcileError",
+    "RecordError",
     "RecordedCallError",
     "Recovered",
+    "RecoveryError",
+    "RunJournalTooLongError",
     "RunnerContext",
+    "SignatureError",
     "StillRunning",
+    "StoreError",
     "StoreRecreatedError",
     "UnknownOutcomeError",
+    "UnsupportedFormatError",
     "action",
     "current_call",
 ]

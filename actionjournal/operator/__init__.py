@@ -1,1 +1,60 @@
-"""The agent model, the keyed run loop, and its bindings (local runner, PyFlink)."""
+"""The agent model, the keyed run loop, and its bindings (local runner, PyFlink).
+
+The PyFlink binding (:class:`AgentsExecutionEnvironment` and its savepoint helpers) is
+imported on first use: it needs PyFlink, the rest does not.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from actionjournal.operator.agent import Agent, action
+from actionjournal.operator.config import AgentsConfig
+from actionjournal.operator.context import RunnerContext
+from actionjournal.operator.events import Event, InputEvent, OutputEvent
+from actionjournal.operator.local import LocalRunner, Snapshot
+from actionjournal.operator.memory import Memory
+
+if TYPE_CHECKING:
+    from actionjournal.operator.flink import (
+        AgentsExecutionEnvironment,
+        savepoint,
+        set_log_dir,
+        set_python_worker_mode,
+        stop_with_savepoint,
+    )
+
+__all__ = [
+    "Agent",
+    "AgentsConfig",
+    "AgentsExecutionEnvironment",
+    "Event",
+    "InputEvent",
+    "LocalRunner",
+    "Memory",
+    "OutputEvent",
+    "RunnerContext",
+    "Snapshot",
+    "action",
+    "savepoint",
+    "set_log_dir",
+    "set_python_worker_mode",
+    "stop_with_savepoint",
+]
+
+_FLINK = {
+    "AgentsExecutionEnvironment",
+    "savepoint",
+    "set_log_dir",
+    "set_python_worker_mode",
+    "stop_with_savepoint",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """The PyFlink binding, imported on first use (it needs PyFlink)."""
+    if name in _FLINK:
+        import importlib
+
+        return getattr(importlib.import_module("actionjournal.operator.flink"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
