@@ -1,7 +1,7 @@
 # make demo   - set up .venv and run the crash-and-recover demo: a PyFlink job on SQLite
 # make test   - set up .venv and run the whole suite (starts a local Kafka broker and Fluss cluster)
 # make test-fast - unit tests only, no services, no Flink
-# make typecheck - mypy (strict on actionjournal/stores; run by make test)
+# make typecheck - mypy (strict on actionjournal/durable and /stores, plain on the rest; run by make test)
 # make bench  - benchmarks (starts Kafka and PostgreSQL itself) and docs/performance.md;
 #               BENCH=prefix runs only entries whose name starts with prefix
 PYTHON ?= python3
@@ -33,7 +33,7 @@ test: $(STAMP) typecheck
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not slow and not kafka and not fluss and not flink"
 
-# mypy, strict on actionjournal/stores (settings in pyproject.toml)
+# mypy: strict on actionjournal/durable and actionjournal/stores, plain on the rest (pyproject.toml)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 

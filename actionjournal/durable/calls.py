@@ -159,7 +159,13 @@ class ActionCalls:
         except RuntimeError:
             self._task, self._loop = None, None
 
-    def execute(self, fn: Callable[..., Any], args: tuple, kwargs: dict, opts: CallOptions) -> Any:
+    def execute(
+        self,
+        fn: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        opts: CallOptions,
+    ) -> Any:
         refuse_on_loop(
             f"ctx.durable_execute({function_id(fn)}, ...)", "`await ctx.durable_execute_async(...)`"
         )
@@ -172,7 +178,11 @@ class ActionCalls:
         return _drive_sync(gen, self._loop)
 
     def execute_async(
-        self, fn: Callable[..., Any], args: tuple, kwargs: dict, opts: CallOptions
+        self,
+        fn: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        opts: CallOptions,
     ) -> Coroutine[Any, Any, Any]:
         # A plain function returning a coroutine: the index is assigned when the call is
         # made, not when the coroutine first runs, so gather() and out-of-order awaits replay.
@@ -182,7 +192,11 @@ class ActionCalls:
     # -- the decision, written once -------------------------------------------
 
     def _decide(
-        self, fn: Callable[..., Any], args: tuple, kwargs: dict, opts: CallOptions
+        self,
+        fn: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        opts: CallOptions,
     ) -> Generator[_Effect, Any, Any]:
         index = self._next_index
         self._next_index += 1
@@ -204,8 +218,8 @@ class ActionCalls:
     def _run(
         self,
         fn: Callable[..., Any],
-        args: tuple,
-        kwargs: dict,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
         opts: CallOptions,
         index: int,
         fid: str,
@@ -339,7 +353,9 @@ class ActionCalls:
             "be unknown after a failure",
         )
 
-    def _digest(self, fn: Callable[..., Any], fid: str, args: tuple, kwargs: dict) -> str:
+    def _digest(
+        self, fn: Callable[..., Any], fid: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> str:
         """Digest of every argument the function gets, those a partial binds included.
 
         Each is encoded canonically; one that cannot be is refused, naming it, rather
@@ -372,8 +388,8 @@ class ActionCalls:
         fid: str,
         durable_id: str | None,
         digest: str,
-        args: tuple,
-        kwargs: dict,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
     ) -> bool:
         head = recorded.head
         if durable_id is not None or head.durable_id is not None:

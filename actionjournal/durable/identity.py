@@ -18,7 +18,7 @@ _key_encoder = msgspec.msgpack.Encoder(order="sorted")
 
 def _digest(*parts: str | bytes) -> str:
     """Digest of the parts, each prefixed with its length (so no two sequences collide)."""
-    framed = []
+    framed: list[bytes] = []
     for part in parts:
         data = part.encode() if isinstance(part, str) else part
         framed += (len(data).to_bytes(4, "big"), data)

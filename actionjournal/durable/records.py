@@ -64,7 +64,7 @@ class Record(msgspec.Struct, frozen=True, array_like=True, tag=True):
     seq: int
 
 
-class CallStarted(Record, tag="cs"):
+class CallStarted(Record, frozen=True, tag="cs"):
     """Written and acknowledged before the function runs (reconciled or non-rerun calls)."""
 
     action_id: str
@@ -78,7 +78,7 @@ class CallStarted(Record, tag="cs"):
     action: str = ""  # the action's name ("" in records written before it was kept)
 
 
-class CallFinished(Record, tag="cf"):
+class CallFinished(Record, frozen=True, tag="cf"):
     """A call's outcome: ``value`` (ValueCodec bytes; ``None`` encodes too) or ``error``."""
 
     action_id: str
@@ -95,14 +95,14 @@ class CallFinished(Record, tag="cf"):
     action: str = ""  # the action's name ("" in records written before it was kept)
 
 
-class CallsDropped(Record, tag="cd"):
+class CallsDropped(Record, frozen=True, tag="cd"):
     """Divergence policy ``rerun`` dropped the recorded calls of an action from ``index`` on."""
 
     action_id: str
     index: int
 
 
-class ActionCompleted(Record, tag="ac"):
+class ActionCompleted(Record, frozen=True, tag="ac"):
     """An action finished: its memory updates and output events, replayed instead of its body."""
 
     action_id: str
@@ -112,7 +112,7 @@ class ActionCompleted(Record, tag="ac"):
     at: float
 
 
-class RunCompleted(Record, tag="rc"):
+class RunCompleted(Record, frozen=True, tag="rc"):
     """Every action of the run finished; the run's records may be cleaned up later."""
 
     at: float
@@ -122,7 +122,7 @@ class RunCompleted(Record, tag="rc"):
 CONTROL_KEY = ""  # key id of control records: they concern a partition, not one key
 
 
-class UpgradeSkipped(Record, tag="us"):
+class UpgradeSkipped(Record, frozen=True, tag="us"):
     """Audit: upgrade mode ignored recovery markers of another journal or an older epoch."""
 
     old_backend: str
@@ -133,7 +133,7 @@ class UpgradeSkipped(Record, tag="us"):
     at: float
 
 
-class CleanupBoundary(Record, tag="cb", omit_defaults=True):
+class CleanupBoundary(Record, frozen=True, tag="cb", omit_defaults=True):
     """Cleanup deleted this partition's records of the namespace below ``position``.
 
     Journaled before deleting, after the boundary, so it outlives what it describes.
@@ -153,7 +153,7 @@ class CleanupBoundary(Record, tag="cb", omit_defaults=True):
         return _Digests(self.deleted_keys).contains(key_digest(key_id))
 
 
-class Quarantined(Record, tag="qr"):
+class Quarantined(Record, frozen=True, tag="qr"):
     """Recovery skips the record at ``position`` of ``partition``: an operator's audited
     decision (``actionjournal journal quarantine``) about a record that cannot be read.
 

@@ -30,10 +30,13 @@ GUARDS = ("payload_bytes", "run_records")
 GUARD_LEVELS = ("warn", "fail")
 
 # Seconds. A journal append is a local fsync or a broker round trip; a call may be an LLM.
+APPEND_BUCKETS: tuple[float, ...]
 APPEND_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1)
 APPEND_BUCKETS += (0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+CALL_BUCKETS: tuple[float, ...]
 CALL_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 CALL_BUCKETS += (60.0, 120.0, 300.0)
+RECOVERY_BUCKETS: tuple[float, ...]
 RECOVERY_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 RECOVERY_BUCKETS += (60.0,)
 
@@ -146,8 +149,8 @@ class JournalMetrics:
             ("recovery_records", self._recovery, ("kind",)),
             ("guard_hits", self._guard, ("guard", "level")),
         ):
-            for values, child in children.items():
-                values = values if isinstance(values, tuple) else (values,)
+            for label_values, child in children.items():
+                values = label_values if isinstance(label_values, tuple) else (label_values,)
                 self._series.append(
                     (
                         f"actionjournal_{name}_total",
@@ -287,8 +290,8 @@ class MetricGroupMirror:
     def __init__(self, metrics: JournalMetrics, group: Any) -> None:
         self.metrics = metrics
         self.group = group.add_group("actionjournal")
-        self._counters: dict[tuple, Any] = {}
-        self._seen: dict[tuple, float] = {}
+        self._counters: dict[tuple[Any, ...], Any] = {}
+        self._seen: dict[tuple[Any, ...], float] = {}
 
     def sync(self) -> None:
         for name, labels, value in self.metrics.counter_samples():

@@ -345,12 +345,13 @@ class ValueCodec:
             return dict(zip(payload[::2], payload[1::2], strict=True))
         if code == _DATETIME:
             *fields, fold, zone = payload
-            return datetime.datetime(*fields, tzinfo=_unzone(zone), fold=fold)
+            # the encoder writes the fields before tzinfo, so they never reach it
+            return datetime.datetime(*fields, tzinfo=_unzone(zone), fold=fold)  # type: ignore[misc]
         if code == _DATE:
             return datetime.date(*payload)
         if code == _TIME:
             *fields, fold, zone = payload
-            return datetime.time(*fields, tzinfo=_unzone(zone), fold=fold)
+            return datetime.time(*fields, tzinfo=_unzone(zone), fold=fold)  # type: ignore[misc]
         if code == _TIMEDELTA:
             return datetime.timedelta(*payload)
         if code in (_PYDANTIC, _ENUM, _DATACLASS, _NAMEDTUPLE):
@@ -421,7 +422,7 @@ _TYPED_KINDS = {
 
 def _rebuild_typed(code: int, name: str, payload: Any) -> Any:
     what, base = _TYPED_KINDS[code]
-    cls = loaded_type(name)
+    cls: Any = loaded_type(name)
     if cls is None or not issubclass(cls, base):
         raise CorruptRecordError(
             f"journaled {what} {name} is not defined in this process; import the module that "
@@ -433,7 +434,7 @@ def _rebuild_typed(code: int, name: str, payload: Any) -> Any:
         return cls(payload)
     if code == _NAMEDTUPLE:
         return cls._make(payload)
-    if not dataclasses.is_dataclass(cls):
+    if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
         raise CorruptRecordError(f"journaled dataclass {name} is no longer a dataclass")
     names = {f.name for f in dataclasses.fields(cls)}
     if names != set(payload):

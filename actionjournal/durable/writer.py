@@ -5,12 +5,14 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from actionjournal.durable.errors import ContextClosedError, JournalWriteError
 from actionjournal.durable.guards import RunBudget
-from actionjournal.durable.records import JournalRecord, Marker
+from actionjournal.durable.records import JournalRecord, Marker, Record
 from actionjournal.durable.stats import JournalMetrics, appending
+
+R = TypeVar("R", bound=Record)
 
 
 class Appender(Protocol):
@@ -45,7 +47,7 @@ class RunWriter:
     def close(self) -> None:
         self.closed = True
 
-    def build(self, record_type: type[JournalRecord], **fields: Any) -> JournalRecord:
+    def build(self, record_type: type[R], **fields: Any) -> R:
         if self.action is not None and "action" in record_type.__struct_fields__:
             fields.setdefault("action", self.action)
         return record_type(

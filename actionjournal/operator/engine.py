@@ -111,10 +111,10 @@ class AgentEngine:
     def _recorded_run(self, key_id: str, state: KeyState) -> RecordedRun:
         seq = state.pending[0].seq
         if key_id not in self._recovered:
-            journal = self.recover(key_id, state)  # raises again if asked again after failing
+            recovered = self.recover(key_id, state)  # raises again if asked again after failing
             self._recovered.add(key_id)
-            if journal.runs or journal.uncertain:
-                self._journals[key_id] = journal
+            if recovered.runs or recovered.uncertain:
+                self._journals[key_id] = recovered
         journal = self._journals.get(key_id)
         if journal is None:
             return RecordedRun(seq)

@@ -258,7 +258,8 @@ class AgentFunction(KeyedProcessFunction):
             self._save(state)
             for event in result.outputs:
                 output = event.attributes["output"]
-                yield AgentOutput(key, event.id, output) if self.with_ids else output
+                # sent events carry their id (send_event set it)
+                yield AgentOutput(key, event.id, output) if self.with_ids else output  # type: ignore[arg-type]
             if state.pending:
                 self._start(key, key_id, state)
         if state.pending:

@@ -56,7 +56,7 @@ class LocalService:
     @property
     def url(self) -> str:
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://{host!s}:{port}"
 
     def start(self) -> Self:
         self._thread.start()

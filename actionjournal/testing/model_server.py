@@ -290,7 +290,7 @@ def _tool_messages_refused(protocol: str, body: dict[str, Any]) -> str | None:
             arguments = function.get("arguments")
             if protocol == "openai":
                 try:
-                    arguments = json.loads(arguments)
+                    arguments = json.loads(arguments)  # type: ignore[arg-type]  # None: TypeError
                 except (TypeError, ValueError):
                     return f"messages[{i}]: tool call arguments must be a JSON text"
                 asked.add(str(call.get("id")))

@@ -77,9 +77,9 @@ def scan(
             return
         except RecordError as exc:
             # Every record before it was yielded, so it is the first one from ``position``.
-            bad = _first_position(store, partition, position, end)
-            skipped.append(Unreadable(partition, bad, str(exc)))
-            position = bad + 1
+            at = _first_position(store, partition, position, end)
+            skipped.append(Unreadable(partition, at, str(exc)))
+            position = at + 1
 
 
 def describe(bad: Unreadable) -> str:

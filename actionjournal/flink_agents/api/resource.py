@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 if TYPE_CHECKING:
-    from actionjournal.flink_agents.runtime.resources import ResourceContext
+    from actionjournal.flink_agents.runtime.resources import ResourceCache
 
 _UPSTREAM = "flink_agents."
 _HERE = "actionjournal.flink_agents."
@@ -113,7 +113,7 @@ class ResourceDescriptor(BaseModel):
             )
         return found
 
-    def build(self, context: ResourceContext) -> Resource:
+    def build(self, context: ResourceCache) -> Resource:
         return self.clazz(**self.arguments, resource_context=context)
 
 

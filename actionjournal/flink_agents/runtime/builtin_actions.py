@@ -92,7 +92,7 @@ async def tool_call_action(event: Event, ctx: RunnerContext) -> None:
         call_id, name = str(call["id"]), call["function"]["name"]
         external_ids[call_id] = call.get("original_id")
         try:
-            tool = ctx.get_resource(name, ResourceType.TOOL)
+            tool: Any = ctx.get_resource(name, ResourceType.TOOL)
         except KeyError:
             responses[call_id] = f"Tool `{name}` does not exist."
             continue
@@ -100,7 +100,8 @@ async def tool_call_action(event: Event, ctx: RunnerContext) -> None:
         # A partial, so no argument name can be taken for an option of the durable call.
         call_tool = functools.partial(tool.target(), **arguments)
         responses[call_id] = await ctx.durable_execute_async(call_tool)
-    ctx.send_event(ToolResponseEvent(request.id, responses, external_ids))
+    # the event's validator always sets its id
+    ctx.send_event(ToolResponseEvent(request.id, responses, external_ids))  # type: ignore[arg-type]
 
 
 async def _chat(
@@ -111,7 +112,7 @@ async def _chat(
     prompt_args: dict[str, Any],
     output_schema: OutputSchema | None,
 ) -> None:
-    setup = ctx.get_resource(model, ResourceType.CHAT_MODEL)
+    setup: Any = ctx.get_resource(model, ResourceType.CHAT_MODEL)
     strategy = ctx.config.get(AgentExecutionOptions.ERROR_HANDLING_STRATEGY)
     retries = max(0, ctx.config.get(AgentExecutionOptions.MAX_RETRIES))
     retries = retries if strategy == ErrorHandlingStrategy.RETRY else 0

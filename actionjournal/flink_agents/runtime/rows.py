@@ -34,7 +34,7 @@ def from_json(value: Any) -> Any:
     return _walk(value, "values", lambda d: _build(d.get("fields"), d["values"]), "Row")
 
 
-def _tag(value: Any, row: type) -> Any:
+def _tag(value: Any, row: Any) -> Any:
     if isinstance(value, row):
         fields = getattr(value, "_fields", None)
         return {_TAG: [list(fields) if fields else None, [_tag(v, row) for v in value._values]]}

@@ -38,7 +38,7 @@ def instrument(agent: Agent, url: str) -> Agent:
             )
             for s in specs
         ]
-    agent.actions = lambda: by_type  # type: ignore[method-assign] - this instance only
+    agent.actions = lambda: by_type  # type: ignore[method-assign]  # this instance only
     return agent
 
 

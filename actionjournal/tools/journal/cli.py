@@ -6,6 +6,7 @@ import argparse
 import ast
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 from actionjournal.durable.identity import key_id as make_key_id
@@ -44,7 +45,7 @@ from actionjournal.tools.toolkit import (
 DEFAULT_RUNS = 20
 DEFAULT_KEYS = 50
 _HEX = re.compile(r"^[0-9a-f]+$")
-_KEY_TYPES = {
+_KEY_TYPES: dict[str, Callable[[str], Any]] = {
     "str": str,
     "int": int,
     "float": float,

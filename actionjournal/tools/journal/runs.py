@@ -114,9 +114,9 @@ def _add_to_action(run: Run, record: Any, size: int, started: float | None) -> N
     if isinstance(record, ActionCompleted):
         action.completed = record
     elif isinstance(record, CallsDropped):
-        for index, call in action.calls.items():
+        for index, dropped in action.calls.items():
             if index >= record.index:
-                call.dropped = True
+                dropped.dropped = True
     elif isinstance(record, CallStarted):
         call = action.calls.get(record.index)
         if call is None or call.dropped or call.finished is not None:

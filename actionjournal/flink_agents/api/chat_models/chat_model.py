@@ -68,7 +68,7 @@ class BaseChatModelSetup(Resource):
             raise TypeError(f"connection {self.connection!r} is not resolved: open() first")
         if isinstance(self.prompt, Prompt):
             args = {k: str(v) for k, v in (prompt_args or {}).items()}
-            prompted = self.prompt.format_messages(**args)
+            prompted = self.prompt.format_messages(**args)  # type: ignore[arg-type]
             kept = [m for m in messages if m.content or m.role == MessageRole.ASSISTANT]
             messages = [*prompted, *kept]
         tools = [t for t in self.tools if isinstance(t, Tool)]

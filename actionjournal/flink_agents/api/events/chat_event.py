@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 from typing import Any, ClassVar
 from uuid import UUID
 
@@ -23,7 +24,7 @@ class ChatRequestEvent(Event):
         model: str,
         messages: list[ChatMessage],
         prompt_args: dict[str, Any] | None = None,
-        output_schema: OutputSchema | type[BaseModel] | None = None,
+        output_schema: OutputSchema | builtins.type[BaseModel] | None = None,  # `type` is a field
     ) -> None:
         if isinstance(output_schema, type):
             output_schema = OutputSchema(output_schema=output_schema)
