@@ -4,6 +4,7 @@ The names an agent's code needs, and every public error (all defined in
 :mod:`actionjournal.durable.errors`, all subclasses of :class:`ActionJournalError`).
 """
 
+from actionjournal.durable.agent import Agent, action
 from actionjournal.durable.calls import current_call
 from actionjournal.durable.config import JournalConfig
 from actionjournal.durable.errors import (
@@ -31,10 +32,9 @@ from actionjournal.durable.errors import (
     UnknownOutcomeError,
     UnsupportedFormatError,
 )
+from actionjournal.durable.events import Event, InputEvent, OutputEvent
 from actionjournal.durable.outcomes import CallInfo, Failed, NotStarted, Recovered, StillRunning
-from actionjournal.operator.agent import Agent, action
 from actionjournal.operator.context import RunnerContext
-from actionjournal.operator.events import Event, InputEvent, OutputEvent
 from actionjournal.operator.local import LocalRunner
 
 __all__ = [

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from actionjournal.chat.calls import chat_response_async, parse
 from actionjournal.chat.events import ChatRequestEvent, ChatResponseEvent
 from actionjournal.chat.models import ChatModel
-from actionjournal.operator.agent import Agent, action
+from actionjournal.durable.agent import Agent, action
 from actionjournal.operator.context import RunnerContext
 
 

@@ -15,8 +15,8 @@ from pydantic import BaseModel
 from actionjournal.chat.calls import Messages, normalize_messages
 from actionjournal.chat.models import ChatResponse
 from actionjournal.durable.errors import ConfigurationError
+from actionjournal.durable.events import Event
 from actionjournal.durable.values import loaded_type, type_name
-from actionjournal.operator.events import Event
 
 
 class ChatRequestEvent(Event):

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from actionjournal.operator.agent import Agent, action
+from actionjournal.durable.agent import Agent, action
+from actionjournal.durable.events import Event, InputEvent, OutputEvent
 from actionjournal.operator.config import AgentsConfig
 from actionjournal.operator.context import RunnerContext
-from actionjournal.operator.events import Event, InputEvent, OutputEvent
 from actionjournal.operator.local import LocalRunner, Snapshot
 from actionjournal.operator.memory import Memory
 

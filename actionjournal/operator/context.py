@@ -6,12 +6,12 @@ import math
 from collections.abc import Callable, Coroutine
 from typing import Any, get_args
 
+from actionjournal.durable.agent import Agent
 from actionjournal.durable.calls import ActionCalls, CallOptions, Reconciler
 from actionjournal.durable.config import UnknownOutcomePolicy
 from actionjournal.durable.errors import ConfigurationError, ContextClosedError
+from actionjournal.durable.events import Event
 from actionjournal.durable.identity import event_id, function_id
-from actionjournal.operator.agent import Agent
-from actionjournal.operator.events import Event
 from actionjournal.operator.memory import Memory
 from actionjournal.reconcilers.registry import resolve
 

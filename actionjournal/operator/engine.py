@@ -14,6 +14,7 @@ from typing import Any
 
 import msgspec
 
+from actionjournal.durable.agent import Agent
 from actionjournal.durable.config import JournalConfig
 from actionjournal.durable.errors import (
     CleanupBoundaryError,
@@ -35,7 +36,6 @@ from actionjournal.durable.records import (
 )
 from actionjournal.durable.replay import KeyJournal, RecordedRun
 from actionjournal.durable.stats import JournalMetrics, reading
-from actionjournal.operator.agent import Agent
 from actionjournal.operator.run import Run, RunEnv, RunResult
 from actionjournal.stores.base import JournalStore
 

@@ -42,11 +42,11 @@ from pyflink.datastream.state import ValueStateDescriptor
 from pyflink.java_gateway import get_gateway
 from pyflink.version import __version__ as PYFLINK_VERSION
 
+from actionjournal.durable.agent import Agent
 from actionjournal.durable.codec import RecordCodec
 from actionjournal.durable.errors import ConfigurationError
 from actionjournal.durable.stats import MetricGroupMirror
 from actionjournal.operator import draining, javac
-from actionjournal.operator.agent import Agent
 from actionjournal.operator.config import AgentsConfig
 from actionjournal.operator.engine import AgentEngine, KeyState
 from actionjournal.operator.run import RunResult

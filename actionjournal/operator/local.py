@@ -19,17 +19,17 @@ from typing import Any
 
 import msgspec
 
+from actionjournal.durable.agent import Agent
 from actionjournal.durable.config import JournalConfig
 from actionjournal.durable.errors import (
     ActionJournalError,
     CorruptRecordError,
     UnsupportedFormatError,
 )
+from actionjournal.durable.events import Event
 from actionjournal.durable.records import FORMAT_VERSION
 from actionjournal.durable.stats import JournalMetrics
-from actionjournal.operator.agent import Agent
 from actionjournal.operator.engine import AgentEngine, KeyState
-from actionjournal.operator.events import Event
 from actionjournal.stores.base import JournalStore
 
 

@@ -21,9 +21,11 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
+from actionjournal.durable.agent import ActionSpec, Agent
 from actionjournal.durable.calls import ActionCalls
 from actionjournal.durable.config import JournalConfig
 from actionjournal.durable.errors import ActionFailedError, DivergenceError
+from actionjournal.durable.events import Event
 from actionjournal.durable.guards import RunBudget, scope
 from actionjournal.durable.identity import action_id, event_fingerprint, event_id, input_digest
 from actionjournal.durable.records import (
@@ -38,9 +40,7 @@ from actionjournal.durable.replay import RecordedAction, RecordedRun
 from actionjournal.durable.stats import JournalMetrics
 from actionjournal.durable.values import ValueCodec
 from actionjournal.durable.writer import RunWriter
-from actionjournal.operator.agent import ActionSpec, Agent
 from actionjournal.operator.context import RunnerContext
-from actionjournal.operator.events import Event
 from actionjournal.operator.memory import Memory, apply_op
 from actionjournal.stores.base import JournalStore
 

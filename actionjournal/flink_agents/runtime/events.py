@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
+from actionjournal.durable import events as engine
 from actionjournal.flink_agents.api.events.event import Event, event_class
 from actionjournal.flink_agents.runtime import rows
-from actionjournal.operator import events as engine
 
 FIELDS = "__flink_agents_fields__"
 _OWN = ("id", "type", "attributes")

@@ -11,6 +11,8 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+from actionjournal.durable import agent as engine
+from actionjournal.durable import events as engine_events
 from actionjournal.flink_agents.api.agents.agent import Agent
 from actionjournal.flink_agents.api.decorators import LISTEN
 from actionjournal.flink_agents.api.events.chat_event import ChatRequestEvent
@@ -25,9 +27,7 @@ from actionjournal.flink_agents.runtime.resources import (
     declared_resources,
     members,
 )
-from actionjournal.operator import agent as engine
 from actionjournal.operator import context as engine_context
-from actionjournal.operator import events as engine_events
 
 Plan = dict[str, tuple[list[str], Callable[..., Any], dict[str, Any] | None]]
 BUILT_IN: Plan = {

@@ -9,8 +9,8 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from actionjournal.operator.agent import Agent
-from actionjournal.operator.events import Event
+from actionjournal.durable.agent import Agent
+from actionjournal.durable.events import Event
 from actionjournal.testing.harness.calls import http
 
 AgentFactory = Callable[..., Agent]

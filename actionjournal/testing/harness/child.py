@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from actionjournal.durable.config import JournalConfig
-from actionjournal.operator.events import Event
+from actionjournal.durable.events import Event
 from actionjournal.operator.local import LocalRunner
 from actionjournal.testing.crash import CrashingStore
 from actionjournal.testing.harness.agents import AgentFactory, instrument, make_agent

@@ -16,9 +16,9 @@ from typing import Any, NamedTuple
 
 import msgspec
 
+from actionjournal.durable.agent import Agent
 from actionjournal.durable.config import JournalConfig
 from actionjournal.durable.records import CONTROL_KEY, JournalRecord, Marker, UpgradeSkipped
-from actionjournal.operator.agent import Agent
 from actionjournal.operator.local import LocalRunner, Snapshot
 from actionjournal.stores.base import JournalStore
 from actionjournal.stores.config import SqliteStoreConfig

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from actionjournal.durable.calls import is_coroutine_function
-from actionjournal.operator.events import Event, InputEvent, OutputEvent, event_type_of
+from actionjournal.durable.events import Event, InputEvent, OutputEvent, event_type_of
 from actionjournal.reconcilers.registry import NAME_ATTR
 
 _ACTION_ATTR = "__actionjournal_action__"
