@@ -8,7 +8,7 @@ from actionjournal.chat.calls import chat_response_async, parse
 from actionjournal.chat.events import ChatRequestEvent, ChatResponseEvent
 from actionjournal.chat.models import ChatModel
 from actionjournal.durable.agent import Agent, action
-from actionjournal.operator.context import RunnerContext
+from actionjournal.durable.context import CallContext
 
 
 class ChatAgent(Agent):
@@ -22,7 +22,7 @@ class ChatAgent(Agent):
     chat_models: Mapping[str, ChatModel] = {}
 
     @action(ChatRequestEvent)
-    async def chat_request(self, event: ChatRequestEvent, ctx: RunnerContext) -> None:
+    async def chat_request(self, event: ChatRequestEvent, ctx: CallContext) -> None:
         """Built-in: one durable chat call per request event."""
         schema = event.schema()
         response = await chat_response_async(ctx, event.model, event.messages, schema)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Coroutine, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -22,10 +22,8 @@ from actionjournal.chat.models import (
     StructuredOutputError,
 )
 from actionjournal.durable.calls import refuse_on_loop
+from actionjournal.durable.context import CallContext
 from actionjournal.durable.errors import ConfigurationError
-
-if TYPE_CHECKING:
-    from actionjournal.operator.context import RunnerContext
 
 S = TypeVar("S", bound=BaseModel)
 Messages = str | Sequence[Mapping[str, Any] | BaseModel]
@@ -35,7 +33,7 @@ _FENCE = re.compile(r"^\s*```(?:json)?\s*\n?(.*?)\n?```\s*$", re.DOTALL)
 
 
 def chat(
-    ctx: RunnerContext,
+    ctx: CallContext,
     model: str,
     messages: Messages,
     schema: type[BaseModel] | None = None,
@@ -51,7 +49,7 @@ def chat(
 
 
 def chat_async(
-    ctx: RunnerContext,
+    ctx: CallContext,
     model: str,
     messages: Messages,
     schema: type[BaseModel] | None = None,
@@ -65,7 +63,7 @@ def chat_async(
 
 
 def chat_response_async(
-    ctx: RunnerContext,
+    ctx: CallContext,
     model: str,
     messages: Messages,
     schema: type[BaseModel] | None = None,
@@ -108,7 +106,7 @@ def _options(durable_id: str | None) -> dict[str, Any]:
 
 
 def _prepare(
-    ctx: RunnerContext, model: str, messages: Messages, schema: type[BaseModel] | None
+    ctx: CallContext, model: str, messages: Messages, schema: type[BaseModel] | None
 ) -> tuple[ChatModel, list[Message], Format | None]:
     models: Mapping[str, ChatModel] = getattr(ctx.agent, "chat_models", None) or {}
     connection = models.get(model)

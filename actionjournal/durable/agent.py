@@ -9,9 +9,10 @@ from typing import Any, ClassVar
 
 from actionjournal.durable.calls import is_coroutine_function
 from actionjournal.durable.events import Event, InputEvent, OutputEvent, event_type_of
-from actionjournal.reconcilers.registry import NAME_ATTR
 
 _ACTION_ATTR = "__actionjournal_action__"
+NAME_ATTR = "__actionjournal_reconciler_name__"
+"""Set on an agent method by ``@reconciler(name)`` (actionjournal.reconcilers)."""
 
 
 def action(*listen: str | type[Event]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -61,7 +62,7 @@ class Agent:
 
     def reconcilers(self) -> dict[str, Callable[..., Any]]:
         """Methods registered with ``@reconciler(name)``, by name."""
-        cached = self.__dict__.get("_reconcilers_by_name")
+        cached: dict[str, Callable[..., Any]] | None = self.__dict__.get("_reconcilers_by_name")
         if cached is None:
             cached = {
                 getattr(member, NAME_ATTR): getattr(self, name)
@@ -73,7 +74,7 @@ class Agent:
 
     def actions(self) -> dict[str, list[ActionSpec]]:
         """Actions by the event type they listen on, in definition order."""
-        cached = self.__dict__.get("_actions_by_type")
+        cached: dict[str, list[ActionSpec]] | None = self.__dict__.get("_actions_by_type")
         if cached is not None:
             return cached
         by_type: dict[str, list[ActionSpec]] = {}

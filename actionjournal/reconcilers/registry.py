@@ -7,13 +7,13 @@ import inspect
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+from actionjournal.durable.agent import NAME_ATTR
 from actionjournal.durable.calls import Reconciler, is_coroutine_function
 from actionjournal.durable.errors import ConfigurationError
 from actionjournal.durable.outcomes import Failed, NotStarted, Outcome, Recovered, StillRunning
 
 F = TypeVar("F", bound=Callable[..., Any])
 _ATTR = "__actionjournal_reconciler__"
-NAME_ATTR = "__actionjournal_reconciler_name__"
 _FORMS = (
     "a reconciler takes one argument, the CallInfo, and returns an Outcome (Recovered, Failed, "
     "NotStarted or StillRunning); or none (Flink Agents' form), and returns the call's value "

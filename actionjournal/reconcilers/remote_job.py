@@ -33,13 +33,12 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from actionjournal.durable.calls import current_call
+from actionjournal.durable.context import CallContext
 from actionjournal.durable.errors import ActionJournalError
 from actionjournal.durable.outcomes import CallInfo, Failed, NotStarted, Outcome, Recovered
 
 if TYPE_CHECKING:
     import httpx
-
-    from actionjournal.operator.context import RunnerContext
 
 log = logging.getLogger(__name__)
 
@@ -133,7 +132,7 @@ class RemoteAgentJob:
         return f"{self.thread_prefix}{call_id}"
 
     def run(
-        self, ctx: RunnerContext, message: Any, *, durable_id: str | None = None
+        self, ctx: CallContext, message: Any, *, durable_id: str | None = None
     ) -> Coroutine[Any, Any, Any]:
         """``await job.run(ctx, message)``: the run's result; raises :class:`RemoteJobFailed`.
 
@@ -152,7 +151,7 @@ class RemoteAgentJob:
             record_failures=False,
         )
 
-    def run_sync(self, ctx: RunnerContext, message: Any, *, durable_id: str | None = None) -> Any:
+    def run_sync(self, ctx: CallContext, message: Any, *, durable_id: str | None = None) -> Any:
         """:meth:`run` for ``def`` actions (they run in a worker thread, without a loop).
 
         A separate function, so switching an action between ``run`` and ``run_sync``

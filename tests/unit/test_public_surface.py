@@ -128,3 +128,15 @@ def test_operator_and_testing_import_without_pyflink():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_the_agent_models_former_paths_are_the_same_names():
+    from actionjournal.operator.agent import Agent, action
+    from actionjournal.operator.events import Event, InputEvent, OutputEvent
+
+    assert (Agent, action) == (actionjournal.Agent, actionjournal.action)
+    assert (Event, InputEvent, OutputEvent) == (
+        actionjournal.Event,
+        actionjournal.InputEvent,
+        actionjournal.OutputEvent,
+    )
