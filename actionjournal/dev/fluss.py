@@ -28,8 +28,6 @@ import contextlib
 import dataclasses
 import json
 import os
-import shutil
-import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -50,6 +48,7 @@ from actionjournal.dev.process import (
     read_state,
     start_detached,
 )
+from actionjournal.dev.server import DevServer
 
 __all__ = [
     "FLUSS_VERSION",
@@ -135,13 +134,15 @@ def fluss_jars() -> Path:
     return maven.resolve(f"fluss-{FLUSS_VERSION}", _COORDINATES)
 
 
-class FlussCluster:
+class FlussCluster(DevServer[ClusterInfo]):
     """ZooKeeper, a CoordinatorServer and TabletServer 0, bound to a work directory and ports.
 
     ``workdir=None`` uses a fresh temp dir, deleted by :meth:`close`. Ports default to free
     ones and are saved in the work directory, so a stopped or killed server comes back where
     clients expect it. ``server_options`` override or extend both servers' ``server.yaml``.
     """
+
+    service = "fluss"
 
     def __init__(
         self,
@@ -151,10 +152,7 @@ class FlussCluster:
         server_options: Mapping[str, str] | None = None,
         start_timeout: float = 120.0,
     ) -> None:
-        self._owns_workdir = workdir is None
-        if workdir is None:
-            workdir = tempfile.mkdtemp(prefix="actionjournal-fluss-")
-        self.workdir = Path(workdir).resolve()
+        super().__init__(workdir)
         (self.workdir / "logs").mkdir(parents=True, exist_ok=True)
         saved = _read_ports(self.workdir / "ports.json")
         self.port = port or saved.get("coordinator") or free_port()
@@ -165,6 +163,11 @@ class FlussCluster:
         self.zookeeper = ServerProcess("ZooKeeper", self.log_path("zookeeper"))
         self.coordinator = ServerProcess("CoordinatorServer", self.log_path("coordinator"))
         self.tablet = ServerProcess("TabletServer", self.log_path("tablet"))
+
+    @property
+    def servers(self) -> tuple[ServerProcess, ...]:
+        # stopped in reverse: the tablet server first, so it deregisters with the coordinator
+        return (self.zookeeper, self.coordinator, self.tablet)
 
     @property
     def bootstrap(self) -> str:
@@ -218,49 +221,10 @@ class FlussCluster:
         self.stop_tablet_server()
         self.start_tablet_server()
 
-    def stop(self, timeout: float = 30.0) -> None:
-        """Stop the servers cleanly, tablet server first (it deregisters with the coordinator)."""
-        for process in (self.tablet, self.coordinator, self.zookeeper):
-            process.stop(timeout)
-
-    def kill(self) -> None:
-        for process in (self.tablet, self.coordinator, self.zookeeper):
-            process.kill()
-
-    def is_running(self) -> bool:
-        return all(p.is_running() for p in (self.zookeeper, self.coordinator, self.tablet))
-
-    def close(self) -> None:
-        """Stop the cluster and delete the work directory if it was a temp dir we made."""
-        try:
-            self.stop()
-        finally:
-            if self._owns_workdir:
-                shutil.rmtree(self.workdir, ignore_errors=True)
-
-    def detach(self) -> ClusterInfo:
-        """Leave the cluster running after this object and this process are gone."""
-        info = self.info()
-        for process in (self.zookeeper, self.coordinator, self.tablet):
-            process.detach()
-        self._owns_workdir = False
-        return info
-
     def log_tail(self, server: str = "tablet", lines: int = 30) -> str:
         return {"zookeeper": self.zookeeper, "coordinator": self.coordinator}.get(
             server, self.tablet
         ).log_tail(lines)
-
-    def __enter__(self) -> FlussCluster:
-        try:
-            self.start()
-        except BaseException:
-            self.close()
-            raise
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         state = "running" if self.is_running() else "stopped"

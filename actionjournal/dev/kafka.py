@@ -26,9 +26,7 @@ import base64
 import contextlib
 import dataclasses
 import os
-import shutil
 import subprocess
-import tempfile
 import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
@@ -50,6 +48,7 @@ from actionjournal.dev.process import (
     read_state,
     start_detached,
 )
+from actionjournal.dev.server import DevServer
 
 __all__ = [
     "KAFKA_VERSION",
@@ -117,7 +116,7 @@ def kafka_jars() -> Path:
     return maven.resolve(f"kafka-{KAFKA_VERSION}", _COORDINATES)
 
 
-class KafkaBroker:
+class KafkaBroker(DevServer[BrokerInfo]):
     """One KRaft broker process bound to a work directory and a fixed pair of ports.
 
     ``workdir=None`` uses a fresh temp dir, deleted by :meth:`close`. Ports default to free
@@ -125,6 +124,9 @@ class KafkaBroker:
     its ``server.properties``), so a killed broker restarts where clients expect it.
     ``properties`` override or extend the generated broker config.
     """
+
+    service = "kafka"
+    stop_timeout = 20.0
 
     def __init__(
         self,
@@ -135,10 +137,7 @@ class KafkaBroker:
         properties: Mapping[str, str] | None = None,
         start_timeout: float = 60.0,
     ) -> None:
-        self._owns_workdir = workdir is None
-        if workdir is None:
-            workdir = tempfile.mkdtemp(prefix="actionjournal-kafka-")
-        self.workdir = Path(workdir).resolve()
+        super().__init__(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
         saved = _read_properties(self.config_path)
         saved_port = _listener_port(saved.get("listeners", ""), "PLAINTEXT")
@@ -148,6 +147,10 @@ class KafkaBroker:
         self.properties = dict(properties or {})
         self.start_timeout = start_timeout
         self._process = ServerProcess("broker", self.log_path)
+
+    @property
+    def servers(self) -> tuple[ServerProcess, ...]:
+        return (self._process,)
 
     @property
     def pid(self) -> int | None:
@@ -206,50 +209,13 @@ class KafkaBroker:
             raise
         return self.info()
 
-    def stop(self, timeout: float = 20.0) -> None:
-        """Shut down cleanly (SIGTERM), falling back to SIGKILL after ``timeout`` seconds."""
-        self._process.stop(timeout)
-
-    def kill(self) -> None:
-        """Crash the broker (SIGKILL), as a power loss would; :meth:`restart` brings it back."""
-        self._process.kill()
-
     def restart(self) -> BrokerInfo:
         """Start again on the same ports and log dirs, stopping first if still running."""
         self.stop()
         return self.start()
 
-    def is_running(self) -> bool:
-        return self._process.is_running()
-
-    def close(self) -> None:
-        """Stop the broker and delete the work directory if it was a temp dir we made."""
-        try:
-            self.stop()
-        finally:
-            if self._owns_workdir:
-                shutil.rmtree(self.workdir, ignore_errors=True)
-
-    def detach(self) -> BrokerInfo:
-        """Leave the broker running after this object and this process are gone."""
-        info = self.info()
-        self._process.detach()
-        self._owns_workdir = False
-        return info
-
     def log_tail(self, lines: int = 30) -> str:
         return self._process.log_tail(lines)
-
-    def __enter__(self) -> KafkaBroker:
-        try:
-            self.start()
-        except BaseException:
-            self.close()
-            raise
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         state = f"pid={self.pid}" if self.pid else "stopped"
