@@ -56,6 +56,19 @@ class ScannedRecord:
     foreign: bool = False
 
 
+@dataclass(frozen=True)
+class ScanFilter:
+    """Which records a scan decodes (``namespace``, and ``operator_uid`` when given), and
+    whether it yields the others undecoded (``foreign``)."""
+
+    namespace: str
+    operator_uid: str | None = None
+    foreign: bool = False
+
+    def ours(self, namespace: str, operator_uid: str) -> bool:
+        return namespace == self.namespace and self.operator_uid in (None, operator_uid)
+
+
 class JournalStore(Protocol):
     """What a job needs: an append-only journal of records, readable per key.
 
@@ -134,7 +147,6 @@ class MaintenanceStore(JournalStore, Protocol):
             high if end is None else min(end, high)
         )
 
-    @abstractmethod
     def scan(
         self,
         partition: int,
@@ -153,6 +165,16 @@ class MaintenanceStore(JournalStore, Protocol):
         yielded; with ``foreign=True`` the others are yielded too, undecoded. Control
         records (key id ``CONTROL_KEY``) are included. ``progress`` is called now and then.
         """
+        first, last = self.scan_bounds(partition, start, end)
+        yield from self.scan_range(
+            partition, first, last, ScanFilter(namespace, operator_uid, foreign), progress
+        )
+
+    @abstractmethod
+    def scan_range(
+        self, partition: int, start: int, end: int, wanted: ScanFilter, progress: Progress | None
+    ) -> Iterator[ScannedRecord]:
+        """:meth:`scan` of ``[start, end)``, which the caller clipped to what is retained."""
 
     def append_control(self, record: JournalRecord, partition: int) -> Marker:
         """Append a control record (key id ``CONTROL_KEY``) into a chosen partition.

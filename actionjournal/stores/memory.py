@@ -10,7 +10,13 @@ from collections.abc import Iterator
 from actionjournal.durable.codec import FLAG_SIGNED, RecordCodec
 from actionjournal.durable.records import CONTROL_KEY, JournalRecord, Marker, StoreIdentity
 from actionjournal.durable.stats import note_append
-from actionjournal.stores.base import MaintenanceStore, Progress, ScannedRecord, decode_range
+from actionjournal.stores.base import (
+    MaintenanceStore,
+    Progress,
+    ScanFilter,
+    ScannedRecord,
+    decode_range,
+)
 from actionjournal.stores.quarantine import KeyRead
 
 _DELETED = ("", "", "", b"")  # a deleted entry: positions of the others must not move
@@ -61,29 +67,20 @@ class MemoryStore(MaintenanceStore):
         )
         return low, high
 
-    def scan(
-        self,
-        partition: int,
-        namespace: str,
-        operator_uid: str | None = None,
-        *,
-        start: int | None = None,
-        end: int | None = None,
-        foreign: bool = False,
-        progress: Progress | None = None,
+    def scan_range(
+        self, partition: int, start: int, end: int, wanted: ScanFilter, progress: Progress | None
     ) -> Iterator[ScannedRecord]:
-        start, end = self.scan_bounds(partition, start, end)
         with self._lock:
             entries = self.entries[start - self.first_position : end - self.first_position]
         for position, entry in enumerate(entries, start):
             ns, uid, _, data = entry
             if entry is _DELETED:
                 continue
-            if ns == namespace and (operator_uid is None or uid == operator_uid):
+            if wanted.ours(ns, uid):
                 record = self.codec.decode(data, f"memory store position {position}")
                 signed = bool(data[4] & FLAG_SIGNED)
                 yield ScannedRecord(position, len(data), ns, uid, record, signed)
-            elif foreign:
+            elif wanted.foreign:
                 yield ScannedRecord(position, len(data), ns, uid, None)
         if progress is not None:
             progress(end - start, end - start)

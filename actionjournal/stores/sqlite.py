@@ -23,7 +23,13 @@ from actionjournal.durable.codec import FLAG_SIGNED, RecordCodec
 from actionjournal.durable.errors import JournalWriteError, RecordError, StoreError
 from actionjournal.durable.records import JournalRecord, Marker, StoreIdentity
 from actionjournal.durable.stats import note_append
-from actionjournal.stores.base import MaintenanceStore, Progress, ScannedRecord, decode_range
+from actionjournal.stores.base import (
+    MaintenanceStore,
+    Progress,
+    ScanFilter,
+    ScannedRecord,
+    decode_range,
+)
 from actionjournal.stores.quarantine import KeyRead, store_options
 
 _SCAN_BATCH = 20_000
@@ -184,18 +190,10 @@ class SqliteStore(MaintenanceStore):
                 return nxt, nxt
         return low, high + 1
 
-    def scan(
-        self,
-        partition: int,
-        namespace: str,
-        operator_uid: str | None = None,
-        *,
-        start: int | None = None,
-        end: int | None = None,
-        foreign: bool = False,
-        progress: Progress | None = None,
+    def scan_range(
+        self, partition: int, start: int, end: int, wanted: ScanFilter, progress: Progress | None
     ) -> Iterator[ScannedRecord]:
-        start, end = self.scan_bounds(partition, start, end)
+        namespace, operator_uid, foreign = wanted.namespace, wanted.operator_uid, wanted.foreign
         # Batches by position, so the connection is never held while the caller works.
         conditions = ["pos > ?", "pos < ?"]
         extra: list[str] = []

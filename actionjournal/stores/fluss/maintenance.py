@@ -18,7 +18,7 @@ import fluss
 from actionjournal.durable.codec import FLAG_SIGNED, RecordCodec
 from actionjournal.durable.errors import RecordError, StoreError
 from actionjournal.durable.records import JournalRecord, Marker
-from actionjournal.stores.base import MaintenanceStore, Progress, ScannedRecord
+from actionjournal.stores.base import MaintenanceStore, Progress, ScanFilter, ScannedRecord
 from actionjournal.stores.fluss.config import FlussStoreConfig
 from actionjournal.stores.fluss.errors import describe
 from actionjournal.stores.fluss.store import FlussStore
@@ -70,22 +70,13 @@ class FlussMaintenanceStore(FlussStore, MaintenanceStore):
     def position_range(self, partition: int) -> tuple[int, int]:
         return self._earliest_of(partition, 0.0), self._end_of(partition, 0.0)
 
-    def scan(
-        self,
-        partition: int,
-        namespace: str,
-        operator_uid: str | None = None,
-        *,
-        start: int | None = None,
-        end: int | None = None,
-        foreign: bool = False,
-        progress: Progress | None = None,
+    def scan_range(
+        self, partition: int, start: int, end: int, wanted: ScanFilter, progress: Progress | None
     ) -> Iterator[ScannedRecord]:
-        first, end = self.scan_bounds(partition, start, end)
         timeout = self.config.request_timeout_s
         doing = f"reading bucket {partition}"
-        scanner = self._call(self._subscribe(partition, first), timeout, doing)
-        position, moved = first, time.monotonic()
+        scanner = self._call(self._subscribe(partition, start), timeout, doing)
+        position, moved = start, time.monotonic()
         while position < end:
             batches = self._call(self._poll(scanner, end), timeout, doing)
             if not batches:
@@ -104,25 +95,24 @@ class FlussMaintenanceStore(FlussStore, MaintenanceStore):
                 offset = max(position, base)
                 columns = [rows.column(i).to_pylist() for i in (NAMESPACE, UID, KEY, RECORD)]
                 for ns, uid, key, data in zip(*columns, strict=True):
-                    ours = ns == namespace and operator_uid in (None, uid)
-                    if ours:
+                    if wanted.ours(ns, uid):
                         where = f"table {self.name} bucket {partition} offset {offset}"
                         try:
                             record = self.codec.decode(data, where)
                         except RecordError as exc:
-                            if not foreign:
+                            if not wanted.foreign:
                                 raise
                             error = str(exc)
                             yield ScannedRecord(offset, len(data), ns, uid, None, False, key, error)
                         else:
                             signed = bool(data[4] & FLAG_SIGNED)
                             yield ScannedRecord(offset, len(data), ns, uid, record, signed, key)
-                    elif foreign:
+                    elif wanted.foreign:
                         yield ScannedRecord(offset, len(data), ns, uid, None)
                     offset += 1
                 position = max(position, offset)
             if progress is not None:
-                progress(position - first, end - first)
+                progress(position - start, end - start)
 
     def append_control(self, record: JournalRecord, partition: int) -> Marker:
         raise StoreError(f"table {self.name}: {NO_CLEANUP}")

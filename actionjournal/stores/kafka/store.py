@@ -32,6 +32,7 @@ from actionjournal.stores.base import (
     Progress,
     RecentProbes,
     RecoveryCache,
+    ScanFilter,
     ScannedRecord,
     decode_range,
     with_control,
@@ -355,18 +356,9 @@ class KafkaStore(MaintenanceStore):
         with self._read_lock:
             return self._watermarks(partition)
 
-    def scan(
-        self,
-        partition: int,
-        namespace: str,
-        operator_uid: str | None = None,
-        *,
-        start: int | None = None,
-        end: int | None = None,
-        foreign: bool = False,
-        progress: Progress | None = None,
+    def scan_range(
+        self, partition: int, start: int, end: int, wanted: ScanFilter, progress: Progress | None
     ) -> Iterator[ScannedRecord]:
-        start, end = self.scan_bounds(partition, start, end)
         if start >= end:
             return
         # A consumer of its own: the caller may take its time between records.
@@ -387,7 +379,7 @@ class KafkaStore(MaintenanceStore):
             with closing(consume(consumer, self.config, partition, start, end)) as batches:
                 for messages in batches:
                     for message in messages:
-                        item = _scanned(message, namespace, operator_uid, decode, place, foreign)
+                        item = _scanned(message, wanted, decode, place)
                         if item is not None:
                             yield item
                     done = offset_of(messages[-1]) + 1 - start
@@ -501,29 +493,26 @@ class KafkaStore(MaintenanceStore):
 
 def _scanned(
     message: Message,
-    namespace: str,
-    operator_uid: str | None,
+    wanted: ScanFilter,
     decode: Callable[[bytes, str], JournalRecord],
     place: str,
-    foreign: bool,
 ) -> ScannedRecord | None:
     """What a tools' scan yields for ``message`` (see :meth:`MaintenanceStore.scan`)."""
     offset, value = offset_of(message), message.value() or b""
     head = read_head(message)
     if head is None:
-        if not foreign:
+        if not wanted.foreign:
             return None
         error = f"not written by actionjournal ({foreign_text(value)})"
         return ScannedRecord(offset, len(value), "", "", None, error=error, foreign=True)
-    ours = head.namespace == namespace and operator_uid in (None, head.operator_uid)
-    if not ours:
-        if not foreign:
+    if not wanted.ours(head.namespace, head.operator_uid):
+        if not wanted.foreign:
             return None
         return ScannedRecord(offset, len(value), head.namespace, head.operator_uid, None)
     try:
         record = decode(value, f"{place} offset {offset}")
     except RecordError as exc:
-        if not foreign:
+        if not wanted.foreign:
             raise
         return ScannedRecord(
             offset, len(value), head.namespace, head.operator_uid, None, key_id=head.key_id,
