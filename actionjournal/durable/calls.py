@@ -4,6 +4,9 @@ The decision logic is written once, as a generator that yields effects
 (journal a record, invoke the function, ask the reconciler, wait). A sync and
 an async driver perform those effects, so ``durable_execute`` and
 ``durable_execute_async`` cannot drift apart.
+
+One job, longer than 500 lines: the decision and its two drivers stay in one file so that
+a change to what a call does is read and made in one place, next to how it is performed.
 """
 
 from __future__ import annotations

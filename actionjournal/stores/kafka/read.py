@@ -5,14 +5,16 @@ from __future__ import annotations
 import contextlib
 import gc
 import time
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from typing import cast
 
 import msgspec
 from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
 
 from actionjournal.durable.codec import FLAG_SIGNED, MAGIC, RecordCodec
-from actionjournal.durable.errors import StoreError
+from actionjournal.durable.errors import RecordError, StoreError
+from actionjournal.durable.records import JournalRecord
+from actionjournal.stores.base import ScanFilter, ScannedRecord
 from actionjournal.stores.kafka.config import KafkaStoreConfig
 from actionjournal.stores.kafka.errors import advice, describe
 
@@ -224,6 +226,39 @@ def _until_error(
             f"reading {where} failed after offset {at}: {describe(error)}. {advice(error, config)}"
         )
     return messages, position
+
+
+def scanned(
+    message: Message,
+    wanted: ScanFilter,
+    decode: Callable[[bytes, str], JournalRecord],
+    place: str,
+) -> ScannedRecord | None:
+    """What a tools' scan yields for ``message`` (see :meth:`MaintenanceStore.scan`)."""
+    offset, value = offset_of(message), message.value() or b""
+    head = read_head(message)
+    if head is None:
+        if not wanted.foreign:
+            return None
+        error = f"not written by actionjournal ({foreign_text(value)})"
+        return ScannedRecord(offset, len(value), "", "", None, error=error, foreign=True)
+    if not wanted.ours(head.namespace, head.operator_uid):
+        if not wanted.foreign:
+            return None
+        return ScannedRecord(offset, len(value), head.namespace, head.operator_uid, None)
+    try:
+        record = decode(value, f"{place} offset {offset}")
+    except RecordError as exc:
+        if not wanted.foreign:
+            raise
+        return ScannedRecord(
+            offset, len(value), head.namespace, head.operator_uid, None, key_id=head.key_id,
+            error=str(exc),
+        )  # fmt: skip
+    signed = bool(value[4] & FLAG_SIGNED)
+    return ScannedRecord(
+        offset, len(value), head.namespace, head.operator_uid, record, signed, record.key_id
+    )
 
 
 def offset_of(message: Message) -> int:

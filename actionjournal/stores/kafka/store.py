@@ -9,7 +9,7 @@ import hashlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import closing
 from typing import Any
 
@@ -17,13 +17,12 @@ from confluent_kafka import (
     Consumer,
     KafkaError,
     KafkaException,
-    Message,
     Producer,
     TopicPartition,
 )
 
-from actionjournal.durable.codec import FLAG_SIGNED, RecordCodec
-from actionjournal.durable.errors import DataLossError, JournalWriteError, RecordError, StoreError
+from actionjournal.durable.codec import RecordCodec
+from actionjournal.durable.errors import DataLossError, JournalWriteError, StoreError
 from actionjournal.durable.records import CONTROL_KEY, JournalRecord, Marker, StoreIdentity
 from actionjournal.durable.stats import note_append, note_foreign
 from actionjournal.stores.base import (
@@ -49,7 +48,7 @@ from actionjournal.stores.kafka.read import (
     gc_paused,
     headers,
     offset_of,
-    read_head,
+    scanned,
 )
 from actionjournal.stores.quarantine import KeyRead, store_options
 
@@ -379,7 +378,7 @@ class KafkaStore(MaintenanceStore):
             with closing(consume(consumer, self.config, partition, start, end)) as batches:
                 for messages in batches:
                     for message in messages:
-                        item = _scanned(message, wanted, decode, place)
+                        item = scanned(message, wanted, decode, place)
                         if item is not None:
                             yield item
                     done = offset_of(messages[-1]) + 1 - start
@@ -489,39 +488,6 @@ class KafkaStore(MaintenanceStore):
         self._producer.close()
         with self._read_lock:
             self._consumer.close()
-
-
-def _scanned(
-    message: Message,
-    wanted: ScanFilter,
-    decode: Callable[[bytes, str], JournalRecord],
-    place: str,
-) -> ScannedRecord | None:
-    """What a tools' scan yields for ``message`` (see :meth:`MaintenanceStore.scan`)."""
-    offset, value = offset_of(message), message.value() or b""
-    head = read_head(message)
-    if head is None:
-        if not wanted.foreign:
-            return None
-        error = f"not written by actionjournal ({foreign_text(value)})"
-        return ScannedRecord(offset, len(value), "", "", None, error=error, foreign=True)
-    if not wanted.ours(head.namespace, head.operator_uid):
-        if not wanted.foreign:
-            return None
-        return ScannedRecord(offset, len(value), head.namespace, head.operator_uid, None)
-    try:
-        record = decode(value, f"{place} offset {offset}")
-    except RecordError as exc:
-        if not wanted.foreign:
-            raise
-        return ScannedRecord(
-            offset, len(value), head.namespace, head.operator_uid, None, key_id=head.key_id,
-            error=str(exc),
-        )  # fmt: skip
-    signed = bool(value[4] & FLAG_SIGNED)
-    return ScannedRecord(
-        offset, len(value), head.namespace, head.operator_uid, record, signed, record.key_id
-    )
 
 
 KafkaActionStateStore = KafkaStore
