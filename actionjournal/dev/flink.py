@@ -16,6 +16,10 @@ them all by pid, including TaskManagers started after a loss and the Python work
 Two ways to use it, like :mod:`~actionjournal.dev.kafka`: in-process for tests
 (``with FlinkCluster() as cluster: ... cluster.kill_taskmanager("tm-0")``), or detached
 (``actionjournal dev flink start|stop|status|env``), recorded in ``<cache>/dev/flink.json``.
+
+One job, longer than 500 lines: the local Flink cluster. Most of it is finding and ending
+its processes (TaskManagers replaced after a loss, Python workers left without a parent),
+which the in-process class and the detached command share.
 """
 
 from __future__ import annotations
@@ -30,7 +34,6 @@ import re
 import shutil
 import signal
 import sys
-import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -53,6 +56,7 @@ from actionjournal.dev.process import (
     start_detached,
     write_state,
 )
+from actionjournal.dev.server import DevServer
 
 __all__ = [
     "MARKER",
@@ -107,13 +111,15 @@ def flink_version() -> str:
     return importlib.metadata.version("apache-flink")
 
 
-class FlinkCluster:
+class FlinkCluster(DevServer[ClusterInfo]):
     """A JobManager and ``taskmanagers`` TaskManagers bound to a work directory.
 
     ``workdir=None`` uses a fresh temp dir, deleted by :meth:`close`. Ports default to free
     ones, saved in the work directory. ``options`` override or extend the generated
     ``config.yaml`` (flat keys, e.g. ``{"heartbeat.timeout": "30s"}``).
     """
+
+    service = "flink"
 
     def __init__(
         self,
@@ -125,10 +131,7 @@ class FlinkCluster:
         options: Mapping[str, str] | None = None,
         start_timeout: float = 180.0,
     ) -> None:
-        self._owns_workdir = workdir is None
-        if workdir is None:
-            workdir = tempfile.mkdtemp(prefix="actionjournal-flink-")
-        self.workdir = Path(workdir).resolve()
+        super().__init__(workdir)
         for sub in ("conf", "log", "pids", "tmp"):
             (self.workdir / sub).mkdir(parents=True, exist_ok=True)
         saved = _read_json(self.workdir / "ports.json")
@@ -142,6 +145,10 @@ class FlinkCluster:
         self.taskmanagers: dict[str, ServerProcess] = {}
 
     # -- where things are ------------------------------------------------------------------
+
+    @property
+    def servers(self) -> tuple[ServerProcess, ...]:
+        return (self.jobmanager, *self.taskmanagers.values())
 
     @property
     def bootstrap(self) -> str:
@@ -226,9 +233,10 @@ class FlinkCluster:
         are not signalled: they may outlive it (:meth:`orphans`); :meth:`stop` ends them."""
         self.taskmanagers.pop(name).kill()
 
-    def stop(self, timeout: float = 30.0) -> None:
+    def stop(self, timeout: float | None = None) -> None:
         """Stop the TaskManagers, then the JobManager (SIGTERM, then SIGKILL), then every
         other process of this cluster still alive (orphaned Python workers)."""
+        timeout = self.stop_timeout if timeout is None else timeout
         for process in [*self.taskmanagers.values(), self.jobmanager]:
             if process.pid is not None:
                 send_signal(process.pid, signal.SIGTERM)
@@ -249,22 +257,6 @@ class FlinkCluster:
 
     def is_running(self) -> bool:
         return self.jobmanager.is_running()
-
-    def close(self) -> None:
-        """Stop the cluster and delete the work directory if it was a temp dir we made."""
-        try:
-            self.stop()
-        finally:
-            if self._owns_workdir:
-                shutil.rmtree(self.workdir, ignore_errors=True)
-
-    def detach(self) -> ClusterInfo:
-        """Leave the cluster running after this object and this process are gone."""
-        info = self.info()
-        for process in [self.jobmanager, *self.taskmanagers.values()]:
-            process.detach()
-        self._owns_workdir = False
-        return info
 
     def attach(self, info: ClusterInfo) -> None:
         """Manage a cluster started by another process (from its :class:`ClusterInfo`)."""
@@ -340,17 +332,6 @@ class FlinkCluster:
     def log_tail(self, server: str = "jobmanager", lines: int = 30) -> str:
         process = self.taskmanagers.get(server, self.jobmanager)
         return process.log_tail(lines)
-
-    def __enter__(self) -> FlinkCluster:
-        try:
-            self.start()
-        except BaseException:
-            self.close()
-            raise
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         state = "running" if self.is_running() else "stopped"
