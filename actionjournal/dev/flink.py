@@ -151,10 +151,6 @@ class FlinkCluster(DevServer[ClusterInfo]):
         return (self.jobmanager, *self.taskmanagers.values())
 
     @property
-    def bootstrap(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-    @property
     def rest_url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 

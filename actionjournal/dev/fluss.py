@@ -169,10 +169,6 @@ class FlussCluster(DevServer[ClusterInfo]):
         # stopped in reverse: the tablet server first, so it deregisters with the coordinator
         return (self.zookeeper, self.coordinator, self.tablet)
 
-    @property
-    def bootstrap(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
     def log_path(self, server: str) -> Path:
         """Log of ``zookeeper``, ``coordinator`` or ``tablet``, appended to across restarts."""
         return self.workdir / "logs" / f"{server}.log"

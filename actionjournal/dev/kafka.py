@@ -162,10 +162,6 @@ class KafkaBroker(DevServer[BrokerInfo]):
         self._process.attach(pid)
 
     @property
-    def bootstrap(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-    @property
     def config_path(self) -> Path:
         return self.workdir / "server.properties"
 

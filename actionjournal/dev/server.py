@@ -27,12 +27,19 @@ class DevServer(ABC, Generic[Info]):
     """Its name in temp dirs (``actionjournal-<service>-``) and the ``dev`` CLI."""
     stop_timeout: ClassVar[float] = 30.0
     """Seconds a clean stop waits for each process before it is killed."""
+    port: int
+    """The port clients connect to."""
 
     def __init__(self, workdir: str | os.PathLike[str] | None) -> None:
         self._owns_workdir = workdir is None
         if workdir is None:
             workdir = tempfile.mkdtemp(prefix=f"actionjournal-{self.service}-")
         self.workdir = Path(workdir).resolve()
+
+    @property
+    def bootstrap(self) -> str:
+        """``host:port`` of the client port."""
+        return f"127.0.0.1:{self.port}"
 
     @property
     @abstractmethod
