@@ -6,10 +6,11 @@ imported on first use: it needs PyFlink, the rest does not.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from actionjournal.durable.agent import Agent, action
 from actionjournal.durable.events import Event, InputEvent, OutputEvent
+from actionjournal.durable.lazy import lazy_attributes
 from actionjournal.operator.config import AgentsConfig
 from actionjournal.operator.context import RunnerContext
 from actionjournal.operator.local import LocalRunner, Snapshot
@@ -42,19 +43,12 @@ __all__ = [
     "stop_with_savepoint",
 ]
 
-_FLINK = {
+_FLINK = (
     "AgentsExecutionEnvironment",
     "savepoint",
     "set_log_dir",
     "set_python_worker_mode",
     "stop_with_savepoint",
-}
-
-
-def __getattr__(name: str) -> Any:
-    """The PyFlink binding, imported on first use (it needs PyFlink)."""
-    if name in _FLINK:
-        import importlib
-
-        return getattr(importlib.import_module("actionjournal.operator.flink"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+)
+# The PyFlink binding needs PyFlink.
+__getattr__ = lazy_attributes(__name__, dict.fromkeys(_FLINK, "actionjournal.operator.flink"))

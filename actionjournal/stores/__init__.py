@@ -8,8 +8,9 @@ stores are imported on first use: they need their client libraries, their config
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from actionjournal.durable.lazy import lazy_attributes
 from actionjournal.stores.base import (
     ActionStateStore,
     JournalStore,
@@ -56,11 +57,5 @@ _LAZY = {
     "FlussActionStateStore": "actionjournal.stores.fluss.store",
 }
 
-
-def __getattr__(name: str) -> Any:
-    """The Kafka and Fluss stores, imported on first use (they need their client libraries)."""
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# The Kafka and Fluss stores need their client libraries.
+__getattr__ = lazy_attributes(__name__, _LAZY)

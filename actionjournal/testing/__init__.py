@@ -7,8 +7,9 @@ use: the plugin loads this package in every pytest run, and PyFlink may be missi
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from actionjournal.durable.lazy import lazy_attributes
 from actionjournal.testing.crash import CrashingStore, CrashOnce, kill_now
 from actionjournal.testing.model_server import ModelServer
 from actionjournal.testing.remote_agents import RemoteAgentService
@@ -55,11 +56,4 @@ _LAZY = {
     "paced_source": "actionjournal.testing.flink",
 }
 
-
-def __getattr__(name: str) -> Any:
-    """The harness and the PyFlink helpers, imported on first use."""
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_attributes(__name__, _LAZY)
