@@ -48,6 +48,7 @@ class LocalService:
         """Serve on ``port``, a free one when 0 (a given port lets a test restart a service)."""
         self._flight_lock = threading.Lock()
         self._in_flight = 0
+        self._peak_in_flight = 0
         self._server = _QuietServer(("127.0.0.1", port), handler)
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
@@ -71,6 +72,7 @@ class LocalService:
         """Count a request as in flight while the block runs (see :meth:`wait_idle`)."""
         with self._flight_lock:
             self._in_flight += 1
+            self._peak_in_flight = max(self._peak_in_flight, self._in_flight)
         try:
             yield
         finally:
@@ -81,6 +83,13 @@ class LocalService:
         """Requests in flight now (e.g. held at a gate, or sleeping out a latency)."""
         with self._flight_lock:
             return self._in_flight
+
+    @property
+    def peak_in_flight(self) -> int:
+        """The most requests that were in flight at once: how concurrent the callers were,
+        seen by the service (a test asserts it, not a duration)."""
+        with self._flight_lock:
+            return self._peak_in_flight
 
     def wait_idle(self, quiet: float = 0.2, timeout: float = 10.0) -> None:
         """Wait until no request has been in flight for ``quiet`` seconds.
