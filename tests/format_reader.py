@@ -134,6 +134,7 @@ class Spec:
     nested: dict[str, tuple[Field, ...]]
     extensions: dict[int, str]  # value extension code: Python type
     summary: dict[int, tuple[str, str]]  # the Record types table: code: (tag, name)
+    stores: dict[str, list[tuple[str, str]]]  # "SQLite": [(column or part, type or content)]
 
 
 _RECORD = re.compile(r'^### (\w+) \(code (\d+), tag "(\w+)"\)$')
@@ -174,7 +175,7 @@ def read_page(page: Path = PAGE) -> Spec:
         raise FormatError(f"{page} does not say 'Current format version: **N**.'")
     tables = _tables(text.splitlines())
     prefix = _fields(tables[_PREFIX], 0, _PREFIX)
-    types, nested, extensions, summary = {}, {}, {}, {}
+    types, nested, extensions, summary, stores = {}, {}, {}, {}, {}
     for heading, rows in tables.items():
         if match := _RECORD.match(heading):
             name, code, tag = match.group(1), int(match.group(2)), match.group(3)
@@ -186,7 +187,9 @@ def read_page(page: Path = PAGE) -> Spec:
             extensions = {int(row[0]): row[1] for row in rows}
         elif heading == "## Record types":
             summary = {int(row[0]): (row[1].strip("`"), row[2]) for row in rows}
-    return Spec(int(version.group(1)), prefix, types, nested, extensions, summary)
+        elif heading in ("### Kafka", "### Fluss", "### SQLite"):
+            stores[heading.removeprefix("### ")] = [(r[0].replace("`", ""), r[1]) for r in rows]
+    return Spec(int(version.group(1)), prefix, types, nested, extensions, summary, stores)
 
 
 # -- records -------------------------------------------------------------------------------------

@@ -126,6 +126,18 @@ def test_the_page_states_the_current_version_and_every_value_extension_code(spec
     assert set(spec.extensions) == codes, "value extension codes missing from the page"
 
 
+def test_the_page_gives_the_sqlite_and_fluss_columns_the_stores_create(spec, tmp_path):
+    SqliteStore(tmp_path / "journal.db").close()
+    with sqlite3.connect(tmp_path / "journal.db") as db:
+        columns = db.execute("PRAGMA table_info(journal)").fetchall()
+    page = [(name, kind.split()[0]) for name, kind in spec.stores["SQLite"]]
+    assert page == [(name, kind) for _, name, kind, *_ in columns]
+    fluss_table = pytest.importorskip("actionjournal.stores.fluss.table")
+    types = {"string": "STRING", "binary": "BYTES"}
+    columns = [(f.name, types[str(f.type)]) for f in fluss_table.SCHEMA]
+    assert spec.stores["Fluss"] == columns and fluss_table.BUCKET_KEY == "key_id"
+
+
 # -- golden records ---------------------------------------------------------------------------
 
 
@@ -314,6 +326,8 @@ def test_kafka_messages_are_as_the_page_says(spec, aj_kafka):
     finally:
         consumer.close()
     assert len(messages) == len(records)
+    parts = [part for part, _ in spec.stores["Kafka"]]
+    headers = {part.removeprefix("header ") for part in parts if part.startswith("header ")}
     remaining = list(records)
     for message in messages:
         decoded = read_record(spec, message.value(), KEY)
@@ -321,6 +335,7 @@ def test_kafka_messages_are_as_the_page_says(spec, aj_kafka):
         remaining.remove(record)
         check(decoded, record, True)
         assert message.key() == decoded.fields["key_id"].encode()
+        assert set(dict(message.headers())) == headers == {"aj.namespace", "aj.operator_uid"}
         assert dict(message.headers()) == {
             "aj.namespace": decoded.fields["namespace"].encode(),
             "aj.operator_uid": decoded.fields["operator_uid"].encode(),
