@@ -46,7 +46,6 @@ from actionjournal.dev.process import (
     DevProcessError,
     ServerProcess,
     alive,
-    clear_state,
     cmdline,
     dev_main,
     dev_parser,
@@ -54,6 +53,7 @@ from actionjournal.dev.process import (
     read_state,
     send_signal,
     start_detached,
+    stop_detached,
     write_state,
 )
 from actionjournal.dev.server import DevServer
@@ -464,12 +464,7 @@ def status() -> ClusterInfo | None:
 
 def stop(timeout: float = 30.0) -> ClusterInfo | None:
     """Stop the detached dev cluster and every process of it; None if none was running."""
-    info = status()
-    if info is None:
-        return None
-    _attached(info).stop(timeout)
-    clear_state("flink")
-    return info
+    return stop_detached("flink", status, lambda info: _attached(info).stop(timeout))
 
 
 def print_env() -> int:

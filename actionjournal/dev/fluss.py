@@ -37,7 +37,6 @@ from actionjournal.dev.process import (
     DevProcessError,
     ServerProcess,
     alive,
-    clear_state,
     cmdline,
     dev_main,
     dev_parser,
@@ -47,6 +46,7 @@ from actionjournal.dev.process import (
     port_open,
     read_state,
     start_detached,
+    stop_detached,
 )
 from actionjournal.dev.server import DevServer
 
@@ -346,20 +346,19 @@ def status() -> ClusterInfo | None:
 
 def stop(timeout: float = 30.0) -> ClusterInfo | None:
     """Stop the detached dev cluster; returns what was stopped, or None if none was running."""
-    info = status()
-    if info is None:
-        return None
-    cluster = FlussCluster(info.workdir)
-    for process, pid, main in (
-        (cluster.tablet, info.tablet_pid, _TABLET_MAIN),
-        (cluster.coordinator, info.pid, _COORDINATOR_MAIN),
-        (cluster.zookeeper, info.zookeeper_pid, _ZOOKEEPER_MAIN),
-    ):
-        if _runs(pid, main, info.workdir):
-            process.attach(pid)
-            process.stop(timeout)
-    clear_state("fluss")
-    return info
+
+    def stop_cluster(info: ClusterInfo) -> None:
+        cluster = FlussCluster(info.workdir)
+        for process, pid, main in (
+            (cluster.tablet, info.tablet_pid, _TABLET_MAIN),
+            (cluster.coordinator, info.pid, _COORDINATOR_MAIN),
+            (cluster.zookeeper, info.zookeeper_pid, _ZOOKEEPER_MAIN),
+        ):
+            if _runs(pid, main, info.workdir):
+                process.attach(pid)
+                process.stop(timeout)
+
+    return stop_detached("fluss", status, stop_cluster)
 
 
 _DESCRIPTION = (

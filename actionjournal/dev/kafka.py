@@ -37,7 +37,6 @@ from actionjournal.dev.process import (
     DevProcessError,
     ServerProcess,
     alive,
-    clear_state,
     cmdline,
     dev_main,
     dev_parser,
@@ -47,6 +46,7 @@ from actionjournal.dev.process import (
     port_open,
     read_state,
     start_detached,
+    stop_detached,
 )
 from actionjournal.dev.server import DevServer
 
@@ -326,14 +326,13 @@ def status() -> BrokerInfo | None:
 
 def stop(timeout: float = 20.0) -> BrokerInfo | None:
     """Stop the detached dev broker; returns what was stopped, or None if none was running."""
-    info = status()
-    if info is None:
-        return None
-    broker = KafkaBroker(info.workdir, port=info.port, controller_port=info.controller_port)
-    broker.pid = info.pid
-    broker.stop(timeout)
-    clear_state("kafka")
-    return info
+
+    def stop_broker(info: BrokerInfo) -> None:
+        broker = KafkaBroker(info.workdir, port=info.port, controller_port=info.controller_port)
+        broker.pid = info.pid
+        broker.stop(timeout)
+
+    return stop_detached("kafka", status, stop_broker)
 
 
 _DESCRIPTION = f"Run a single-node Apache Kafka {KAFKA_VERSION} broker (KRaft) for dev."

@@ -42,6 +42,8 @@ __all__ = [
     "port_open",
     "read_state",
     "send_signal",
+    "start_detached",
+    "stop_detached",
     "write_state",
 ]
 
@@ -276,6 +278,19 @@ def start_detached(service: str, running: Callable[[], T | None], server: Callab
     new.start()
     info = new.detach()
     write_state(service, info)
+    return info
+
+
+def stop_detached(
+    service: str, running: Callable[[], T | None], stop: Callable[[T], None]
+) -> T | None:
+    """Stop the detached ``service`` that is ``running()`` and forget it; what was stopped,
+    or None when none was running."""
+    info = running()
+    if info is None:
+        return None
+    stop(info)
+    clear_state(service)
     return info
 
 
