@@ -5,6 +5,7 @@ SQLite store and the Kafka store write now."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import sqlite3
@@ -347,3 +348,48 @@ def test_kafka_messages_are_as_the_page_says(spec, aj_kafka):
 
 def _without_tag(fields: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in fields.items() if k != "tag"}
+
+
+@pytest.mark.fluss
+@pytest.mark.slow
+def test_fluss_rows_are_as_the_page_says(spec, aj_fluss):
+    fluss = pytest.importorskip("fluss")
+    from actionjournal.stores.fluss import FlussStore
+
+    store = FlussStore(aj_fluss, RecordCodec(KEY))
+    records = samples()
+    try:
+        for record in records:
+            store.append(record)
+    finally:
+        store.close()
+    columns = [name for name, _ in spec.stores["Fluss"]]
+
+    async def rows() -> list[dict[str, Any]]:
+        conn = await fluss.FlussConnection.create(
+            fluss.Config({"bootstrap.servers": aj_fluss.bootstrap_servers})
+        )
+        try:
+            table = await conn.get_table(fluss.TablePath(aj_fluss.database, aj_fluss.table))
+            scanner = await table.new_scan().create_record_batch_log_scanner()
+            scanner.subscribe_buckets({b: 0 for b in range(aj_fluss.buckets)})
+            found: list[dict[str, Any]] = []
+            deadline = time.monotonic() + 60  # a bound on waiting, not a speed target
+            while len(found) < len(records) and time.monotonic() < deadline:
+                for batch in await scanner.poll_record_batch(1000):
+                    found += batch.batch.select(columns).to_pylist()
+            return found
+        finally:
+            await conn.close()
+
+    found = asyncio.run(rows())
+    assert len(found) == len(records)
+    remaining = list(records)
+    for row in found:
+        decoded = read_record(spec, row["record"], KEY)
+        (record,) = [r for r in remaining if fields_of(r) == _without_tag(decoded.fields)][:1]
+        remaining.remove(record)
+        check(decoded, record, True)
+        identity = [c for c in columns if c != "record"]  # key_id, namespace, operator_uid
+        assert {c: row[c] for c in identity} == {c: decoded.fields[c] for c in identity}
+    assert remaining == []
