@@ -221,3 +221,17 @@ class Marker(msgspec.Struct, frozen=True, array_like=True):
     partition: int
     position: int  # records after this position may belong to runs the state does not reflect
     format_version: int = FORMAT_VERSION
+
+
+class JournalBinding(msgspec.Struct, frozen=True, array_like=True):
+    """Which journal, namespace and epoch a job's state was written against.
+
+    Checkpointed once per job (Flink operator state, a local snapshot), not per key, so a
+    restore against another journal is refused before any key runs, including keys the
+    state has no marker for. Kept in state, not in the journal.
+    """
+
+    store: StoreIdentity
+    epoch: int
+    namespace: str
+    format_version: int = FORMAT_VERSION

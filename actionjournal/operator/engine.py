@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterable
 from typing import Any
 
 import msgspec
@@ -29,6 +30,7 @@ from actionjournal.durable.identity import key_id as make_key_id
 from actionjournal.durable.records import (
     CONTROL_KEY,
     FORMAT_VERSION,
+    JournalBinding,
     Marker,
     StoreIdentity,
     UpgradeSkipped,
@@ -40,6 +42,9 @@ from actionjournal.operator.run import Run, RunEnv, RunResult
 from actionjournal.stores.base import JournalStore
 
 log = logging.getLogger(__name__)
+# Why restored state cannot be used with the configured journal: the error a restore
+# raises, what is wrong, and what to do (upgrade mode logs and audits only what is wrong).
+Mismatch = tuple[type[RecoveryError], str, str]
 
 
 class PendingInput(msgspec.Struct, array_like=True):
@@ -93,7 +98,8 @@ class AgentEngine:
         recorded = self._recorded_run(key_id, state)
         memory = self.env.values.decode(state.memory) if state.memory else {}
         pending = state.pending[0]
-        stale = state.marker is not None and self._skipped(state.marker) is not None
+        marker = state.marker
+        stale = marker is not None and self._foreign(marker.store, marker.epoch, "", "") is not None
         run = Run(self.env, key, key_id, pending.seq, pending.input, memory, recorded, stale)
         return await run.execute()
 
@@ -203,6 +209,40 @@ class AgentEngine:
             consequence,
         )
 
+    @property
+    def binding(self) -> JournalBinding:
+        """The journal, namespace and epoch this job's state is written against from now on."""
+        return JournalBinding(self.store.identity, self.config.epoch, self.config.namespace)
+
+    def bind(self, restored: Iterable[JournalBinding], *, audit: bool = True) -> JournalBinding:
+        """Refuse restored state written against another journal, before any key runs.
+
+        ``restored`` are the bindings checkpointed with the state (a Flink job keeps one per
+        subtask; they are normally equal). Per-key markers catch the same mismatch only when
+        a key with a marker runs, after keys without one may have run against the wrong
+        journal, and not at all for another namespace (markers do not name it). In upgrade
+        mode a binding of another journal, namespace or an older epoch is skipped, with one
+        log line and one audit record per skipped journal when ``audit`` (one subtask of a
+        job audits for all). Returns the binding to checkpoint from now on.
+        """
+        subject = "the restored state"
+        for old in dict.fromkeys(restored):
+            if not self._usable(old.store, old.epoch, old.format_version, subject, "", audit):
+                continue
+            ours = self.config.namespace
+            if old.namespace != ours:
+                why = (
+                    MarkerMismatchError,
+                    f"{subject} was written in namespace {old.namespace!r} of "
+                    f"{old.store.backend} journal {old.store.name!r}, but journal.namespace is "
+                    f"{ours!r}: its records are not visible there, so finished calls would run "
+                    "again",
+                    f"Configure journal.namespace={old.namespace!r}, or set "
+                    f"journal.upgrade='fresh' to start namespace {ours!r} without them",
+                )
+                self._skip(why, old.store, old.epoch, audit)
+        return self.binding
+
     def validate_marker(self, key_id: str, state: KeyState) -> Marker | None:
         """The key's marker if it belongs to the configured journal; raises when it cannot.
 
@@ -212,69 +252,92 @@ class AgentEngine:
         marker = state.marker
         if marker is None:
             return None
-        if self.store.identity.backend == "none":
-            # NoStore (durability off) has no journal to validate the marker against:
-            # it is ignored and the key's actions run again (docs/upgrade.md).
-            return None
-        if marker.format_version > FORMAT_VERSION:
-            raise UnsupportedFormatError(
-                f"recovery marker of key {key_id} has format version {marker.format_version}, "
-                f"newer than this code's {FORMAT_VERSION}; run the newer release or restore in "
-                "upgrade mode",
-                _where(marker),
-            )
-        if marker.epoch > self.config.epoch:
-            raise MarkerMismatchError(
-                f"recovery marker of key {key_id} is from journal epoch {marker.epoch}, newer "
-                f"than journal.epoch={self.config.epoch}: this state was written by a later "
-                "deployment; set journal.epoch to at least that"
-            )
-        skipped = self._skipped(marker)
-        if skipped is None:
+        subject = f"recovery marker of key {key_id}"
+        at = f"{_where(marker)}, position {marker.position}"
+        if self._usable(marker.store, marker.epoch, marker.format_version, subject, at):
             return marker
-        error, problem, advice = skipped
-        if self.config.upgrade != "fresh":
-            raise error(f"{problem}. {advice}")
-        self._audit_skip(marker, problem)  # without the advice: upgrade mode is what it says
         return None
 
-    def _skipped(self, marker: Marker) -> tuple[type[RecoveryError], str, str] | None:
-        """Why a marker does not belong to the configured journal (upgrade mode skips it):
-        the error a restore raises, what is wrong, and what to do."""
+    def _usable(
+        self,
+        store: StoreIdentity,
+        epoch: int,
+        format_version: int,
+        subject: str,
+        at: str,
+        audit: bool = True,
+    ) -> bool:
+        """Whether state that refers to ``store`` in ``epoch`` may be used with the configured
+        journal: raises when it may not, returns False when upgrade mode skips it."""
+        if self.store.identity.backend == "none":
+            # NoStore (durability off) has no journal to validate the state against:
+            # it is ignored and the key's actions run again (docs/upgrade.md).
+            return False
+        if format_version > FORMAT_VERSION:
+            raise UnsupportedFormatError(
+                f"{subject} has format version {format_version}, newer than this code's "
+                f"{FORMAT_VERSION}; run the newer release or restore in upgrade mode",
+                at or f"{store.backend} {store.name}",
+            )
+        if epoch > self.config.epoch:
+            raise MarkerMismatchError(
+                f"{subject} is from journal epoch {epoch}, newer than journal.epoch="
+                f"{self.config.epoch}: this state was written by a later deployment; set "
+                "journal.epoch to at least that"
+            )
+        return self._skip(self._foreign(store, epoch, subject, at), store, epoch, audit)
+
+    def _skip(
+        self, why: Mismatch | None, store: StoreIdentity, epoch: int, audit: bool = True
+    ) -> bool:
+        """True when there is nothing to skip; raises ``why`` with its advice, or skips the
+        journal in upgrade mode, saying what was skipped (its advice is what is set)."""
+        if why is None:
+            return True
+        error, problem, advice = why
+        if self.config.upgrade != "fresh":
+            raise error(f"{problem}. {advice}")
+        self._audit_skip(store, epoch, problem, audit)
+        return False
+
+    def _foreign(self, store: StoreIdentity, epoch: int, subject: str, at: str) -> Mismatch | None:
+        """Why state referring to ``store`` in ``epoch`` does not belong to the configured
+        journal; ``at`` is the position it refers to ("" for a job's binding)."""
         ours = self.store.identity
-        if (marker.store.backend, marker.store.name) != (ours.backend, ours.name):
+        if (store.backend, store.name) != (ours.backend, ours.name):
             return (
                 MarkerMismatchError,
-                f"recovery marker references {marker.store.backend} journal "
-                f"{marker.store.name!r} ({_where(marker)}, position {marker.position}), but the "
-                f"configured store is {ours.backend} {ours.name!r}",
+                f"{subject} references {store.backend} journal {store.name!r} "
+                f"({at or f'id {store.uid}, epoch {epoch}'}), but the configured store is "
+                f"{ours.backend} {ours.name!r}",
                 "Configure the journal the checkpoint was taken with, or set "
                 "journal.upgrade='fresh' to start a new journal",
             )
-        if marker.store.uid != ours.uid:
+        if store.uid != ours.uid:
+            gone = f"after {at}" if at else "the state was written with"
             return (
                 StoreRecreatedError,
-                f"recovery marker references {ours.backend} journal {ours.name!r} with id "
-                f"{marker.store.uid}, but the journal now has id {ours.uid}: it was deleted and "
-                f"recreated, and the records after {_where(marker)} position {marker.position} "
-                "are gone",
+                f"{subject} references {ours.backend} journal {ours.name!r} with id "
+                f"{store.uid}, but the journal now has id {ours.uid}: it was deleted and "
+                f"recreated, and the records {gone} are gone",
                 "Set journal.upgrade='fresh' to start a new journal",
             )
-        if marker.epoch < self.config.epoch:
+        if epoch < self.config.epoch:
             return (
                 MarkerMismatchError,
-                f"recovery marker is from journal epoch {marker.epoch} but journal.epoch is "
-                f"{self.config.epoch}",
+                f"{subject} is from journal epoch {epoch} but journal.epoch is {self.config.epoch}",
                 "Set journal.upgrade='fresh' to skip the old epoch's journal",
             )
         return None
 
-    def _audit_skip(self, marker: Marker, reason: str) -> None:
+    def _audit_skip(self, store: StoreIdentity, epoch: int, reason: str, audit: bool) -> None:
         """One log line and one audit record per skipped journal, not per key."""
-        source = (marker.store, marker.epoch)
+        source = (store, epoch)
         if source in self._audited:
             return
         self._audited.add(source)
+        if not audit:
+            return
         log.warning(
             "upgrade mode: %s; its journal is skipped, epoch %d begins", reason, self.config.epoch
         )
@@ -284,10 +347,10 @@ class AgentEngine:
             epoch=self.config.epoch,
             key_id=CONTROL_KEY,
             seq=0,
-            old_backend=marker.store.backend,
-            old_name=marker.store.name,
-            old_uid=marker.store.uid,
-            old_epoch=marker.epoch,
+            old_backend=store.backend,
+            old_name=store.name,
+            old_uid=store.uid,
+            old_epoch=epoch,
             reason=reason,
             at=time.time(),
         )

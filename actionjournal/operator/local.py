@@ -12,6 +12,7 @@ point, as a Flink source rewinds to its checkpointed offset, while
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -27,10 +28,18 @@ from actionjournal.durable.errors import (
     UnsupportedFormatError,
 )
 from actionjournal.durable.events import Event
-from actionjournal.durable.records import FORMAT_VERSION
+from actionjournal.durable.records import FORMAT_VERSION, JournalBinding
 from actionjournal.durable.stats import JournalMetrics
 from actionjournal.operator.engine import AgentEngine, KeyState
 from actionjournal.stores.base import JournalStore
+
+log = logging.getLogger(__name__)
+NO_BINDING = (
+    "snapshot %s names no journal (written by an older release): a restore against another "
+    "journal is refused only when a key with a recovery marker runs, keys without one may "
+    "run first, and another namespace is not detected; take a new snapshot to have it "
+    "refused before any key runs"
+)
 
 
 class KeySnapshot(msgspec.Struct, array_like=True):
@@ -47,6 +56,8 @@ class Snapshot(msgspec.Struct):
     # snapshot written before these fields existed).
     namespace: str = ""
     operator_uid: str = ""
+    # The journal and epoch the state was written against (None: an older snapshot).
+    binding: JournalBinding | None = None
 
 
 OutputSink = Callable[[Any, Event], None]
@@ -211,6 +222,7 @@ class LocalRunner:
             [KeySnapshot(values.encode(k), kid, s) for kid, (k, s) in self.states.items()],
             self.engine.config.namespace,
             self.engine.agent.operator_uid,
+            self.engine.binding,
         )
         path = Path(path)
         tmp = path.with_name(path.name + ".tmp")
@@ -244,6 +256,9 @@ class LocalRunner:
             raise UnsupportedFormatError(
                 f"snapshot format {snap.format_version} is newer than {FORMAT_VERSION}", str(path)
             )
+        if snap.binding is None:
+            log.warning(NO_BINDING, path)
+        runner.engine.bind([snap.binding] if snap.binding else [])  # before any key runs
         values = runner.engine.env.values
         runner.inputs_consumed = snap.inputs_consumed
         runner.states = {k.key_id: (values.decode(k.key), k.state) for k in snap.keys}

@@ -8,6 +8,7 @@ import sqlite3
 import subprocess
 import sys
 
+import msgspec
 import pytest
 
 from actionjournal import (
@@ -27,6 +28,7 @@ from actionjournal.durable.errors import (
     PayloadTooLargeError,
 )
 from actionjournal.durable.identity import call_id, function_id, key_id
+from actionjournal.operator.local import Snapshot
 from actionjournal.stores import SqliteStore
 
 CALLS: list[object] = []
@@ -96,6 +98,17 @@ def test_errors_on_restore(tmp_path):
     (tmp_path / "a.db").unlink()
     with pytest.raises(StoreRecreatedError, match="deleted and recreated"):
         restore_and_run(snap, SqliteStore(tmp_path / "a.db"), [("k", 1), ("k", 2)])
+
+
+def test_a_snapshot_without_a_binding_warns_and_its_markers_still_refuse(tmp_path, caplog):
+    """A snapshot of an older release names no journal: only its markers are checked."""
+    snap = snapshot_after(tmp_path, SqliteStore(tmp_path / "a.db"), [("k", 1)])
+    data = msgspec.msgpack.decode(snap.read_bytes(), type=Snapshot)
+    snap.write_bytes(msgspec.msgpack.encode(msgspec.structs.replace(data, binding=None)))
+    CALLS.clear()
+    with pytest.raises(MarkerMismatchError, match="recovery marker of key"):
+        restore_and_run(snap, SqliteStore(tmp_path / "b.db"), [("k", 1), ("new", 2), ("k", 3)])
+    assert any("names no journal" in r.getMessage() for r in caplog.records)
 
 
 def test_marker_of_another_epoch_is_refused(tmp_path):

@@ -58,7 +58,7 @@ def test_same_store_new_epoch_skips_the_old_journal_and_later_failures_reuse_the
     (audit,) = scenario.audit_records()
     # They say what was skipped, not advice to set what is already set (journal.upgrade).
     assert "journal epoch 0 but journal.epoch is 1" in line and "journal.upgrade" not in line
-    assert audit.reason == "recovery marker is from journal epoch 0 but journal.epoch is 1"
+    assert audit.reason == "the restored state is from journal epoch 0 but journal.epoch is 1"
 
     # A failure before the first new checkpoint: the old savepoint is restored again.
     scenario.abandon()

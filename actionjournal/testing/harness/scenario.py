@@ -295,7 +295,12 @@ class RestoreScenario:
         start = checkpoint.path if checkpoint is not None else None
         if crash_at is not None:
             return self._child_step(mode.value, start, crash_at, checkpoint_every, pace)
-        self._live = self._open_live(start)
+        calls, actions = self._counted()
+        try:
+            self._live = self._open_live(start)
+        except BaseException:  # refused before anything ran (another journal, ...)
+            self._record(mode.value, calls, actions, [], {})
+            raise
         return self._step(mode.value, self._live, checkpoint_every, pace)
 
     # -- what happened
@@ -345,10 +350,14 @@ class RestoreScenario:
     def _open_live(self, start: Path | None) -> _Live:
         store = journals.open_journal(self.journal, self.config.record_codec())
         agent = instrument(self._agent(), self.url)
-        if start is None:
-            runner = LocalRunner(agent, store, self.config)
-        else:
-            runner = LocalRunner.restore(start, agent, store, self.config)
+        try:
+            if start is None:
+                runner = LocalRunner(agent, store, self.config)
+            else:
+                runner = LocalRunner.restore(start, agent, store, self.config)
+        except BaseException:
+            store.close()
+            raise
         return _Live(runner, store)
 
     def _drop_live(self) -> None:
