@@ -1,139 +1,160 @@
-"""PyFlink operator benchmarks: concurrency of agent runs, and the operator's overhead.
+"""PyFlink operator benchmarks: concurrency of agent runs, throughput and latency of the agent
+operator against its durability floor (benchmarks/flink_jobs.py), every side in its own job.
 
-* ``flink.concurrency.200x100ms``: 200 runs over 200 keys, each one durable call that
-  takes 100 ms at a local HTTP service, at parallelism 1. Ours: the span from the first
-  call's arrival to the last call's answer at the service (job start-up excluded);
-  baseline: the same 200 calls made one by one. Target: ratio at most 0.1.
-* ``flink.operator.overhead``: runs whose durable call is instant. Ours: the durable agent
-  operator on SQLite; baseline: a plain ``KeyedProcessFunction`` making the same call in
-  ``process_element``. Each side is timed inside its job, from its first output to its last
-  (a ``MapFunction`` chained after the operator, in the same Python worker), so job start-up
-  is excluded. Target: ratio at most 1.5.
+* ``flink.concurrency.200x100ms``: 200 runs over 200 keys, each one durable call that takes
+  100 ms at a local HTTP service, at parallelism 1. Ours: the span from the first call's
+  arrival to the last call's answer at the service (job start-up excluded); baseline: the
+  same 200 calls made one by one. Target: ratio at most 0.1.
+* ``flink.key.sequential``: one key, 200 inputs at once, so its runs go one after the other,
+  each one instant durable call; ms per run from the first output to the last (timed inside
+  the job by a map chained in the same Python worker, so start-up is excluded). Baseline: the
+  floor, timed the same way. Target: ratio at most 2.
+* ``flink.operator.overhead``: the same with 2,000 runs over 100 keys. Target: ratio at most 1.
+* ``flink.chat.latency.p50``: one key, 100 messages, each sent when the previous answer came
+  out (a socket source fed by the benchmark); each run one durable call of 20 ms. Median of
+  the ms from sending a message to its answer leaving the operator, minus the time the call
+  itself took. Baseline: the floor, measured the same way. Target: ours at most 3 ms.
+* ``flink.latency.irregular.p99``: the same with 100 calls whose durations are drawn between
+  50 ms and 2 s (fixed seed), 99th percentile. Target: ours at most 20 ms.
 """
 
 from __future__ import annotations
 
-import functools
 import json
+import math
+import random
+import socket
 import tempfile
 import time
 from pathlib import Path
 
 import httpx
-from pyflink.common import Types
-from pyflink.datastream import KeyedProcessFunction, MapFunction
+from pyflink.datastream import DataStream
 
-from actionjournal import Agent, InputEvent, OutputEvent, action, current_call
-from actionjournal.operator.config import AgentsConfig
-from actionjournal.operator.flink import AgentsExecutionEnvironment
-from actionjournal.stores.config import SqliteStoreConfig
-from actionjournal.testing.flink import local_env, paced_source
+from actionjournal.testing.flink import paced_source
 from actionjournal.testing.service import CountingService
+from benchmarks import flink_jobs
 from benchmarks.common import entry
 
-
-@functools.cache
-def _client() -> httpx.Client:
-    """One client per worker, as the baseline uses: a new one per call costs milliseconds of
-    CPU (TLS context) that 200 concurrent calls would spend holding the GIL."""
-    return httpx.Client(timeout=60, limits=httpx.Limits(max_connections=256))
-
-
-def call_service(url: str, value: str) -> str:
-    reply = _client().post(
-        f"{url}/calls/work", json={"call_id": current_call().call_id, "value": value}
-    )
-    return reply.json()["value"]
-
-
-def instant(value: str) -> str:
-    return value
-
-
-class Remote(Agent):
-    uid = "bench-remote"
-
-    def __init__(self, url: str) -> None:
-        self.url = url
-
-    @action(InputEvent)
-    async def handle(self, event, ctx):
-        ctx.send_event(
-            OutputEvent(await ctx.durable_execute_async(call_service, self.url, event.input))
-        )
-
-
-class Instant(Agent):
-    uid = "bench-instant"
-
-    @action(InputEvent)
-    def handle(self, event, ctx):
-        ctx.send_event(OutputEvent(ctx.durable_execute(instant, event.input)))
-
-
-class Plain(KeyedProcessFunction):
-    def process_element(self, value, ctx):
-        yield instant(value)
-
-
-def _key(element: str) -> str:
-    return json.loads(element)["k"]
-
-
-class Stamp(MapFunction):
-    """Writes the times of the first and last output it saw to ``path`` when the job ends."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-
-    def open(self, runtime_context) -> None:
-        self.first = self.last = None
-        self.count = 0
-
-    def map(self, value):
-        self.last = time.perf_counter()
-        self.first = self.first or self.last
-        self.count += 1
-        return value
-
-    def close(self) -> None:
-        Path(self.path).write_text(json.dumps([self.first, self.last, self.count]))
-
-
-def _timed(env, out, directory: Path, n: int) -> float:
-    """Seconds per output between a job's first and last output, measured in the worker."""
-    stamps = directory / "stamps.json"
-    out.map(Stamp(str(stamps)))
-    env.execute("bench")
-    first, last, count = json.loads(stamps.read_text())
-    assert count == n, f"{count} outputs for {n} inputs"
-    return (last - first) / (n - 1)
-
-
-def _agent_job(directory: Path, agent: Agent, elements: list[str]) -> float:
-    env = local_env()
-    config = AgentsConfig(store=SqliteStoreConfig(path=str(directory / "journal.db")))
-    agents = AgentsExecutionEnvironment.get_execution_environment(env, config)
-    source = paced_source(env, elements, per_second=1_000_000)
-    out = agents.from_datastream(source, key_selector=_key).apply(agent).to_datastream()
-    return _timed(env, out, directory, len(elements))
-
-
-def _plain_job(directory: Path, elements: list[str]) -> float:
-    env = local_env()
-    source = paced_source(env, elements, per_second=1_000_000)
-    out = source.key_by(_key).process(Plain(), output_type=Types.STRING())
-    return _timed(env, out, directory, len(elements))
+ANSWER_TIMEOUT_S = 120  # one answer; job start-up gets START_TIMEOUT_S
+START_TIMEOUT_S = 600
 
 
 def _elements(n: int, keys: int) -> list[str]:
-    return [json.dumps({"k": f"key-{i % keys}", "i": i}) for i in range(n)]
+    return [json.dumps({"k": f"key-{i % keys}", "i": i, "d": 0}) for i in range(n)]
+
+
+def _per_run_ms(directory: Path, side: str, elements: list[str]) -> float:
+    """ms per output between a job's first and last output, measured in the worker."""
+    directory.mkdir()
+    env, agents = flink_jobs.environment(directory)
+    source = paced_source(env, elements, per_second=1_000_000)
+    agent = flink_jobs.Instant()
+    if side == "ours":
+        out = flink_jobs.ours(agents, source, agent)
+    else:
+        out = flink_jobs.floor(directory, source, flink_jobs.instant, agent, elements[0])
+    stamps = directory / "stamps.json"
+    out.map(flink_jobs.Stamp(str(stamps)))
+    env.execute(f"bench {side}")
+    first, last, count = json.loads(stamps.read_text())
+    assert count == len(elements), f"{count} outputs for {len(elements)} inputs"
+    return (last - first) / (count - 1) * 1e3
+
+
+def _throughput(name: str, n: int, keys: int, target: float) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        ours = _per_run_ms(Path(tmp) / "ours", "ours", _elements(n, keys))
+        floor = _per_run_ms(Path(tmp) / "floor", "floor", _elements(n, keys))
+    print(f"{name}: {n} runs over {keys} keys: ours {ours:.2f} ms/run, floor {floor:.2f} ms/run")
+    return entry(name, "ms/run", ours, floor, target)
+
+
+def _listener() -> socket.socket:
+    server = socket.create_server(("127.0.0.1", 0))
+    server.settimeout(START_TIMEOUT_S)
+    return server
+
+
+def _added_ms(directory: Path, side: str, durations: list[float]) -> list[float]:
+    """Per message: ms from sending it to its answer leaving the operator, minus the call.
+
+    One key; each message goes to the job's socket source once the previous answer came out
+    (a user waiting for each answer). A map after the operator reports every answer. A first
+    message, not counted, starts the Python worker.
+    """
+    directory.mkdir()
+    asked = enumerate(durations[:1] + durations)
+    messages = [json.dumps({"k": "chat", "i": i, "d": d}) for i, d in asked]
+    inputs, answers = _listener(), _listener()
+    env, agents = flink_jobs.environment(directory)
+    env.set_buffer_timeout(0)  # a latency job: records go downstream at once
+    j_source = env._j_stream_execution_environment.socketTextStream(
+        "127.0.0.1", inputs.getsockname()[1], "\n", 0
+    )
+    source = DataStream(j_source)
+    agent = flink_jobs.Paused()
+    if side == "ours":
+        out = flink_jobs.ours(agents, source, agent)
+    else:
+        out = flink_jobs.floor(directory, source, flink_jobs.pause_sync, agent, messages[0])
+    out.map(flink_jobs.Notify(answers.getsockname()[1]))
+    job = env.execute_async(f"bench {side}")
+    added = []
+    try:
+        feed, _ = inputs.accept()
+        with feed:
+            for i, message in enumerate(messages):
+                sent = time.time()
+                feed.sendall(f"{message}\n".encode())
+                if i == 0:  # the map connects once its worker opened, on the first input
+                    told, _ = answers.accept()
+                    told.settimeout(ANSWER_TIMEOUT_S)
+                    lines = told.makefile("r")
+                at, answer = lines.readline().split(" ", 1)
+                got = json.loads(answer)
+                assert got["i"] == i, f"answer {got} to message {i}"
+                if i:
+                    added.append((float(at) - sent - got["took"]) * 1e3)
+        job.get_job_execution_result().result()
+        told.close()
+    except BaseException:
+        job.cancel()
+        raise
+    finally:
+        inputs.close()
+        answers.close()
+    return added
+
+
+def _percentile(samples: list[float], q: float) -> float:
+    """Nearest rank."""
+    ordered = sorted(samples)
+    return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
+
+
+def _latency(name: str, durations: list[float], q: float, target: float) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        ours = _added_ms(Path(tmp) / "ours", "ours", durations)
+        floor = _added_ms(Path(tmp) / "floor", "floor", durations)
+    o, f = _percentile(ours, q), _percentile(floor, q)
+    print(
+        f"{name}: {len(durations)} messages, ms added above the call: ours p50 "
+        f"{_percentile(ours, 0.5):.1f} p{q * 100:g} {o:.1f} max {max(ours):.1f}; floor p50 "
+        f"{_percentile(floor, 0.5):.1f} p{q * 100:g} {f:.1f} max {max(floor):.1f}"
+    )
+    return entry(name, "ms", o, f, target)
 
 
 def bench_concurrency(ctx) -> dict:
     n = 200
     with tempfile.TemporaryDirectory() as tmp, CountingService(delay=0.1) as service:
-        _agent_job(Path(tmp), Remote(service.url), _elements(n, n))
+        directory = Path(tmp)
+        env, agents = flink_jobs.environment(directory)
+        elements = [json.dumps({"k": f"key-{i}", "i": i}) for i in range(n)]
+        source = paced_source(env, elements, per_second=1_000_000)
+        flink_jobs.ours(agents, source, flink_jobs.Remote(service.url))
+        env.execute("bench")
         spans = service.spans()
         ours = max(end for _, end in spans) - min(start for start, _ in spans)
         start = time.perf_counter()
@@ -144,17 +165,18 @@ def bench_concurrency(ctx) -> dict:
     return entry("flink.concurrency.200x100ms", "s", ours, baseline, target=0.1)
 
 
-def bench_overhead(ctx) -> dict:
-    n, keys = 2000, 100
-    with tempfile.TemporaryDirectory() as tmp:
-        (Path(tmp) / "ours").mkdir()
-        (Path(tmp) / "plain").mkdir()
-        ours = _agent_job(Path(tmp) / "ours", Instant(), _elements(n, keys)) * 1e3
-        baseline = _plain_job(Path(tmp) / "plain", _elements(n, keys)) * 1e3
-    return entry("flink.operator.overhead", "ms/run", ours, baseline, target=1.5)
+def bench_irregular(ctx) -> dict:
+    draw = random.Random(21)
+    durations = [round(draw.uniform(0.05, 2.0), 3) for _ in range(100)]
+    return _latency("flink.latency.irregular.p99", durations, 0.99, target=20.0)
 
 
 BENCHMARKS = {
     "flink.concurrency.200x100ms": bench_concurrency,
-    "flink.operator.overhead": bench_overhead,
+    "flink.key.sequential": lambda ctx: _throughput("flink.key.sequential", 200, 1, 2.0),
+    "flink.operator.overhead": lambda ctx: _throughput("flink.operator.overhead", 2000, 100, 1.0),
+    "flink.chat.latency.p50": lambda ctx: _latency(
+        "flink.chat.latency.p50", [0.02] * 100, 0.5, target=3.0
+    ),
+    "flink.latency.irregular.p99": bench_irregular,
 }

@@ -6,7 +6,9 @@ Entries (run with ``make bench BENCH=kafka.``):
   store, vs a raw ``produce`` + ``flush`` of the same bytes with the same producer settings
   (idempotent, acks=all); the two are interleaved so both see the same broker.
 * ``kafka.throughput.64``: records/s with 64 threads appending (each waits for its own ack)
-  vs 64 threads doing raw ``produce`` + ``flush``.
+  vs the same with raw confluent-kafka: 64 threads on one producer, each producing its record
+  and waiting for its own delivery callback, one thread polling (not ``flush`` per record,
+  which waits for everyone's records).
 * ``kafka.recovery.read``: records/s that ``read_key`` reads, decodes and indexes to recover
   every key of one partition (one recovery wave), vs a raw consumer loop over the same
   offsets (no decoding).
@@ -124,7 +126,10 @@ def _threaded(work, threads: int) -> float:
 
 def bench_throughput(bootstrap: str, per_thread: int = 150, rounds: int = 2) -> dict:
     store = _store(bootstrap)
-    raw = _raw_producer(bootstrap)
+    # The store's own producer settings (no linger, idempotent, acks=all).
+    raw = Producer(
+        {"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all", "linger.ms": 0}
+    )
     codec = RecordCodec()
     keys = [f"thread-{n}" for n in range(THREADS)]
     payloads = [codec.encode(record(k, 0)) for k in keys]
@@ -135,23 +140,54 @@ def bench_throughput(bootstrap: str, per_thread: int = 150, rounds: int = 2) -> 
         for seq in range(per_thread):
             store.append(record(keys[n], seq))
 
-    def raw_work(n: int) -> None:
-        for _ in range(per_thread):
-            raw.produce(store.topic, payloads[n], keys[n].encode(), partition=partitions[n])
-            raw.flush(30)
+    def raw_round() -> float:
+        """Each thread produces its record and waits for its own delivery callback before the
+        next, as an append does; one thread polls the producer and so runs every callback."""
+        stop = threading.Event()
+
+        def poller() -> None:
+            while not stop.is_set():
+                raw.poll(0.05)
+
+        def raw_work(n: int) -> None:
+            acked = threading.Event()
+
+            def on_delivery(error, message) -> None:
+                if error is not None:
+                    raise RuntimeError(f"raw produce failed: {error}")
+                acked.set()
+
+            for _ in range(per_thread):
+                acked.clear()
+                raw.produce(
+                    store.topic, payloads[n], keys[n].encode(), partition=partitions[n],
+                    on_delivery=on_delivery,
+                )  # fmt: skip
+                acked.wait()
+
+        polling = threading.Thread(target=poller)
+        polling.start()
+        try:
+            return total / _threaded(raw_work, THREADS)
+        finally:
+            stop.set()
+            polling.join()
 
     _threaded(lambda n: store.append(record(keys[n], -1)), THREADS)  # warm up both
-    _threaded(lambda n: raw_work(n) if n < 4 else None, THREADS)
+    raw.produce(store.topic, payloads[0], keys[0].encode(), partition=partitions[0])
+    raw.flush(30)
     ours, base = [], []
     for _ in range(rounds):
         ours.append(total / _threaded(ours_work, THREADS))
-        base.append(total / _threaded(raw_work, THREADS))
+        base.append(raw_round())
     store.close()
+    raw.flush(30)
     print(
-        f"throughput: {THREADS} threads x {per_thread} appends, best of {rounds}; "
-        f"ours {[round(x) for x in ours]}, raw produce+flush {[round(x) for x in base]} records/s"
+        f"throughput: {THREADS} threads x {per_thread} appends, best of {rounds}; ours "
+        f"{[round(x) for x in ours]} records/s, raw produce + own delivery callback "
+        f"{[round(x) for x in base]} records/s"
     )
-    return entry("kafka.throughput.64", "records/s", max(ours), max(base), 50000)
+    return entry("kafka.throughput.64", "records/s", max(ours), max(base), 0.8)
 
 
 def bench_recovery_read(bootstrap: str, records: int = 30000, keys: int = 300) -> dict:

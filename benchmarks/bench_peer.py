@@ -1,4 +1,4 @@
-"""Peer benchmark: DBOS Transact's step checkpointing vs our durable call, side by side.
+"""Peer benchmarks: DBOS Transact's and Restate's step checkpointing vs our durable call.
 
 One workflow is N steps, each step one call of the same function with the same ~200-byte
 payload:
@@ -15,6 +15,11 @@ measured in interleaved rounds in one process. Each side pays its whole per-work
 (DBOS: workflow status rows; ours: ActionCompleted and RunCompleted records, the key's
 journal lookup), spread over the N steps. Entries ``peer.dbos.step.sqlite`` and
 ``peer.dbos.step.kafka``: ours / DBOS per-step overhead in microseconds, goal below 1.0.
+
+``peer.restate.step.sqlite``: the same per-step overhead of ours on SQLite against Restate
+(benchmarks/restate_server.py starts the server): a service handler making N ``ctx.run`` steps,
+invoked through the ingress, minus the same handler making N plain calls (Restate's cost of
+an invocation is left out of its side; ours keeps its per-run records). Goal: below 0.25.
 """
 
 from __future__ import annotations
@@ -196,7 +201,49 @@ def _postgres_version(url: str) -> str:
         return f"PostgreSQL (version unknown: {exc})"
 
 
-BENCHMARKS = {"peer.dbos.step": bench_peer}
+def bench_restate(ctx: BenchContext) -> dict:
+    from actionjournal.stores import SqliteStore
+    from benchmarks.restate_server import VERSION, running_restate
+
+    def invoke(ingress, handler: str) -> Callable[[dict], int]:
+        return lambda payload: ingress.post(f"/AjPeerBench/{handler}", json=payload).json()
+
+    tmp = tempfile.TemporaryDirectory()
+    ours = OurWorkflows(SqliteStore(Path(tmp.name) / "peer.db"))
+    try:
+        with running_restate("benchmarks.restate_service:app") as ingress:
+            sides = {
+                "plain": plain_workflow,
+                "ours": ours,
+                "restate": invoke(ingress, "steps"),
+                "restate plain": invoke(ingress, "plain"),
+            }
+            samples: dict[str, list[float]] = {name: [] for name in sides}
+            for fn in sides.values():  # warm up: connections, deployment, code paths
+                _wall(fn, 3)
+            for _ in range(ROUNDS):
+                for name, fn in sides.items():
+                    samples[name].extend(_wall(fn, WORKFLOWS))
+    finally:
+        ours.close()
+        tmp.cleanup()
+    median = {name: statistics.median(s) for name, s in samples.items()}
+    per_step = (median["ours"] - median["plain"]) / STEPS * 1e6
+    restate = (median["restate"] - median["restate plain"]) / STEPS * 1e6
+    print(
+        f"peer: {STEPS} steps per workflow, {ROUNDS} x {WORKFLOWS} per side; per-step overhead "
+        f"Restate {restate:.0f} us (handler with steps {median['restate'] * 1e3:.1f} ms, "
+        f"without {median['restate plain'] * 1e3:.1f} ms), ours sqlite {per_step:.0f} us"
+    )
+    result = entry("peer.restate.step.sqlite", "us/step", per_step, restate, 0.25)
+    result["note"] = (
+        f"restate-server {VERSION}, restate-sdk {_version('restate-sdk')} on hypercorn "
+        f"{_version('hypercorn')}; {STEPS} steps"
+    )
+    return result
+
+
+BENCHMARKS = {"peer.dbos.step": bench_peer, "peer.restate.step.sqlite": bench_restate}
 
 if __name__ == "__main__":
     from benchmarks.run import main

@@ -29,19 +29,22 @@ def test_each_entry_is_judged_by_its_own_kind_of_target():
             "machine": "Linux x86_64, 2 cores, Python 3.11.7",
             "when": "2026-11-29T07:00:00+0000",
             "benchmarks": [
-                entry("core.durable_execute.memory", 12.0, 0.05, 20.0),  # absolute: ours <= 20
+                entry("flink.chat.latency.p50", 2.5, 1.5, 3.0),  # absolute: ours <= 3
                 entry("core.durable_execute.sqlite", 300.0, 200.0, 1.5),  # ratio 1.5 <= 1.5
-                entry("kafka.throughput.64", 4000.0, 2500.0, 50000),  # absolute: ours >= 50000
+                entry("kafka.recovery.read", 4000.0, 2500.0, 50000),  # absolute: ours >= 50000
+                entry("kafka.throughput.64", 1500.0, 2500.0, 0.8),  # ratio 0.6 >= 0.8
                 entry("peer.dbos.step.sqlite", 350.0, 3500.0, 1.0, note="DBOS Transact 3.4.0"),
                 {"name": "peer.dbos.step.kafka", "error": "no Kafka broker: java missing"},
             ],
         }
     )
     assert "Machine: Linux x86_64, 2 cores, Python 3.11.7" in page
-    assert "| pass |" in row(page, "core.durable_execute.memory")
-    assert "ours (us) at most 20" in row(page, "core.durable_execute.memory")
+    assert "| pass |" in row(page, "flink.chat.latency.p50")
+    assert "ours (us) at most 3" in row(page, "flink.chat.latency.p50")
     assert "| pass |" in row(page, "core.durable_execute.sqlite")
-    assert "**FAIL**" in row(page, "kafka.throughput.64")
+    assert "**FAIL**" in row(page, "kafka.recovery.read")
+    assert "ratio at least 0.8 | **FAIL**" in row(page, "kafka.throughput.64")
+    assert "- redefined in issue 21: the baseline was 64 threads doing" in page
     assert "ratio below 1" in row(page, "peer.dbos.step.sqlite")
     assert "| pass |" in row(page, "peer.dbos.step.sqlite")
     assert "not measured" in row(page, "peer.dbos.step.kafka")
@@ -55,3 +58,11 @@ def test_an_entry_without_a_description_says_so():
     page = render({"benchmarks": [entry("new.thing", 2.0, 1.0, 1.5)]})
     assert "ratio at most 1.5 | **FAIL**" in row(page, "new.thing")
     assert "No description yet" in page
+
+
+def test_an_entry_absent_from_the_results_is_still_described_with_its_redefinition():
+    page = render({"benchmarks": [entry("core.durable_execute.sqlite", 3.0, 2.0, 1.5)]})
+    section = page.split("### `flink.operator.overhead`")[1].split("###")[0]
+    assert ABOUT["flink.operator.overhead"].baseline in section
+    assert "- redefined in issue 21: the baseline was a plain `KeyedProcessFunction`" in section
+    assert "`flink.operator.overhead`" in page.split("## What each entry measures")[0]
