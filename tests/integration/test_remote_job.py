@@ -12,6 +12,7 @@ import json
 import logging
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -96,8 +97,10 @@ def failure_of(agent: Agent, store: MemoryStore, inputs: list[tuple[str, str]]) 
 
 
 def test_service_reposting_a_finished_thread_starts_a_second_turn(service):
+    service.hold()  # the run is still running at the second POST, however slow the machine
     assert post(service, "t1", "hello") == {"thread_id": "t1", "status": "started"}
     assert post(service, "t1", "hello") == {"thread_id": "t1", "status": "running"}
+    service.release()
     assert service.wait_finished(AGENT, "t1")["result"] == f"{AGENT} answered hello"
     assert service.turns == {"t1": 1}
     assert post(service, "t1", "hello")["status"] == "started"  # what a blind retry does
@@ -120,6 +123,13 @@ def test_service_stream_reattaches_and_reports_status(service):
 # -- the reconciler's four answers --------------------------------------------------------
 
 
+def release_after_a_probe(service: RemoteAgentService) -> None:
+    deadline = time.monotonic() + 60
+    while not service.probes and time.monotonic() < deadline:
+        time.sleep(0.01)
+    service.release()
+
+
 def test_reconcile_not_started_lets_the_engine_submit(service):
     job = RemoteAgentJob(service.url, AGENT)
     assert asyncio.run(job.reconcile(info("c0"))) == NotStarted()
@@ -128,8 +138,12 @@ def test_reconcile_not_started_lets_the_engine_submit(service):
 
 def test_reconcile_running_reattaches_and_recovers_the_result(service):
     job = RemoteAgentJob(service.url, AGENT)
+    service.hold()  # running until the reconciler has seen it running
     post(service, job.thread_for("c1"), "q")
+    releaser = threading.Thread(target=release_after_a_probe, args=(service,))
+    releaser.start()
     assert asyncio.run(job.reconcile(info("c1"))) == Recovered(f"{AGENT} answered q")
+    releaser.join()
     assert service.probes[0] == (job.thread_for("c1"), "running")
     assert service.posts == service.turns == {job.thread_for("c1"): 1}
 
