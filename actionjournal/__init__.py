@@ -24,7 +24,9 @@ from actionjournal.durable.errors import (
     ReconcileError,
     RecordedCallError,
     RecordError,
+    RecordTooLargeError,
     RecoveryError,
+    RedriveError,
     RunJournalTooLongError,
     SignatureError,
     StoreError,
@@ -34,7 +36,9 @@ from actionjournal.durable.errors import (
 )
 from actionjournal.durable.events import Event, InputEvent, OutputEvent
 from actionjournal.durable.outcomes import CallInfo, Failed, NotStarted, Recovered, StillRunning
+from actionjournal.durable.retry import RetryPolicy
 from actionjournal.operator.context import RunnerContext
+from actionjournal.operator.dead_letters import DeadLetter
 from actionjournal.operator.local import LocalRunner
 
 __all__ = [
@@ -47,6 +51,7 @@ __all__ = [
     "ContextClosedError",
     "CorruptRecordError",
     "DataLossError",
+    "DeadLetter",
     "DivergenceError",
     "EncodingError",
     "Event",
@@ -62,9 +67,12 @@ __all__ = [
     "PickleDisabledError",
     "ReconcileError",
     "RecordError",
+    "RecordTooLargeError",
     "RecordedCallError",
     "Recovered",
     "RecoveryError",
+    "RedriveError",
+    "RetryPolicy",
     "RunJournalTooLongError",
     "RunnerContext",
     "SignatureError",

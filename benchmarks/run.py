@@ -23,6 +23,7 @@ from benchmarks import (
     bench_fluss,
     bench_kafka,
     bench_peer,
+    bench_retry,
     report,
 )
 from benchmarks.common import BenchContext, unavailable
@@ -35,6 +36,7 @@ MODULES = [
     bench_fluss,
     bench_flink,
     bench_peer,
+    bench_retry,
     bench_examples,
 ]
 

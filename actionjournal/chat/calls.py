@@ -44,7 +44,9 @@ def chat(
     the validated schema instance. A durable call: replayed, never re-requested."""
     refuse_on_loop("ctx.chat", "`await ctx.chat_async(...)`")
     connection, msgs, fmt = _prepare(ctx, model, messages, schema)
-    response = ctx.durable_execute(connection.request, model, msgs, fmt, **_options(durable_id))
+    response = ctx.durable_execute(
+        connection.request, model, msgs, fmt, **_options(durable_id, connection)
+    )
     return response if schema is None else parse(response, schema)
 
 
@@ -72,7 +74,9 @@ def chat_response_async(
 ) -> Coroutine[Any, Any, ChatResponse]:
     """The raw response of a structured request (validate it with :func:`parse`)."""
     connection, msgs, fmt = _prepare(ctx, model, messages, schema)
-    return ctx.durable_execute_async(connection.request, model, msgs, fmt, **_options(durable_id))
+    return ctx.durable_execute_async(
+        connection.request, model, msgs, fmt, **_options(durable_id, connection)
+    )
 
 
 def parse(response: ChatResponse, schema: type[S]) -> S:
@@ -98,11 +102,16 @@ async def _parsed(call: Coroutine[Any, Any, ChatResponse], schema: type[BaseMode
     return response if schema is None else parse(response, schema)
 
 
-def _options(durable_id: str | None) -> dict[str, Any]:
+def _options(durable_id: str | None, connection: ChatModel) -> dict[str, Any]:
     # A model request changes nothing, so a call cut off by a crash is simply asked again
     # (no CallStarted record), and a failure to get an answer is not journaled as its
     # outcome: after a restart it is asked again instead of replaying the failure forever.
-    return {"durable_id": durable_id, "on_unknown": "rerun", "record_failures": False}
+    return {
+        "durable_id": durable_id,
+        "on_unknown": "rerun",
+        "record_failures": False,
+        "retry": connection.config.retry,
+    }
 
 
 def _prepare(

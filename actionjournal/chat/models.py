@@ -5,7 +5,8 @@ actions reach it with ``ctx.chat("judge", ...)``. The request itself is the body
 durable call (:meth:`ChatModel.request`), so its response is journaled and replayed on
 recovery instead of asking the model again. Failures to get an answer (timeout,
 unreachable endpoint, HTTP error) are *not* journaled: a model request has no side
-effect, so the call is simply asked again when the action is retried.
+effect, so the call's retry policy asks again, and after its last attempt the call is asked
+again when the run runs again.
 
 Tool calling: ``request(..., tools=[...])`` offers tools; the tools the model asks for come
 back in ``ChatResponse.tool_calls``, and their results go back as ``tool`` messages.
@@ -24,25 +25,35 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from actionjournal.durable.calls import current_call
 from actionjournal.durable.errors import ActionJournalError, ConfigurationError
+from actionjournal.durable.retry import RetryPolicy
 
 if TYPE_CHECKING:
     import httpx
 
 
 class ChatError(ActionJournalError):
-    """A chat model request failed. Subclasses say how."""
+    """A chat model request failed. Subclasses say how; ``retryable`` says whether the
+    call's retry policy tries it again by default (see :func:`~actionjournal.durable.retry.
+    is_transient`)."""
+
+    retryable = False
 
 
 class ChatTimeoutError(ChatError):
-    """The model did not answer within its ``timeout``; nothing was journaled for the call."""
+    """The model did not answer within its ``timeout``."""
+
+    retryable = True
 
 
 class ChatUnreachableError(ChatError):
-    """The model's endpoint could not be reached; nothing was journaled for the call."""
+    """The model's endpoint could not be reached."""
+
+    retryable = True
 
 
 class ChatResponseError(ChatError):
-    """The endpoint answered with an HTTP error or with a body that is not a chat reply."""
+    """The endpoint answered with an HTTP error or with a body that is not a chat reply
+    (retryable when the answers were 429 or 5xx)."""
 
 
 class StructuredOutputError(ChatError):
@@ -51,6 +62,13 @@ class StructuredOutputError(ChatError):
     The reply itself is journaled, so a replay raises this again rather than asking the
     model for a different answer; catch it in the action to ask again (a new call).
     """
+
+
+_NOT_JOURNALED = (
+    "Nothing is journaled for this attempt: the call's retry policy (ChatModelConfig.retry, "
+    "else journal.retry) tries again; after its last attempt the run fails, the model is asked "
+    "again when the run runs again, and earlier results replay from the journal."
+)
 
 
 class ChatModelConfig(BaseModel):
@@ -62,7 +80,11 @@ class ChatModelConfig(BaseModel):
     attempts when the server was not reached, the connection broke, or it answered 429/5xx
     (a model request has no side effects, so repeating it is safe). ``options`` go into
     the request as the protocol expects them (Ollama ``options``; top-level fields such
-    as ``temperature`` for OpenAI).
+    as ``temperature`` for OpenAI). ``retry`` is the durable call's retry policy (default:
+    the job's ``journal.retry``): it tries the whole request again, with backoff, after the
+    quick ``retries`` ran out. A failure is not journaled (the request changes nothing):
+    after the policy's last attempt the run fails, and the model is asked again when the
+    run runs again.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -75,6 +97,7 @@ class ChatModelConfig(BaseModel):
     api_key: str | None = None
     options: dict[str, Any] = Field(default_factory=dict)
     headers: dict[str, str] = Field(default_factory=dict)
+    retry: RetryPolicy | None = None
 
 
 class ToolCall(BaseModel):
@@ -197,10 +220,8 @@ class ChatModel:
                 continue
             except httpx.TimeoutException:
                 raise ChatTimeoutError(
-                    f"{where} did not answer within {self.config.timeout} s. Nothing was "
-                    "journaled for this call: it is asked again when the action is retried, and "
-                    "earlier results replay from the journal. Raise the model's timeout or check "
-                    "the server's load"
+                    f"{where} did not answer within {self.config.timeout} s. {_NOT_JOURNALED} "
+                    "Raise the model's timeout or check the server's load"
                 ) from None
             except httpx.TransportError as exc:
                 last = f"{type(exc).__name__}: {exc}"
@@ -231,15 +252,15 @@ class ChatModel:
                 tool_calls=parsed.tool_calls,
             )
         if last.startswith("HTTP"):
-            raise ChatResponseError(
-                f"{where} failed {self.config.retries + 1} times, last: {last}. Nothing was "
-                "journaled for this call; it is asked again when the action is retried"
+            error = ChatResponseError(
+                f"{where} failed {self.config.retries + 1} times, last: {last}. {_NOT_JOURNALED}"
             )
+            error.retryable = True  # 429 and 5xx pass
+            raise error
         raise ChatUnreachableError(
             f"{where} is unreachable after {self.config.retries + 1} attempts, last: {last}. "
-            "Nothing was journaled for this call; start the model server or fix the endpoint "
-            "(ChatModelConfig.endpoint, or OLLAMA_HOST for the examples). When the action is "
-            "retried the call is asked again and earlier results replay from the journal"
+            f"{_NOT_JOURNALED} Start the model server or fix the endpoint "
+            "(ChatModelConfig.endpoint, or OLLAMA_HOST for the examples)"
         )
 
     # -- protocol -----------------------------------------------------------------------

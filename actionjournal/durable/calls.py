@@ -15,6 +15,7 @@ import asyncio
 import contextvars
 import functools
 import inspect
+import logging
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Generator
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from actionjournal.durable.config import JournalConfig, UnknownOutcomePolicy
 from actionjournal.durable.errors import (
     ConfigurationError,
     DivergenceError,
+    EncodingError,
     ReconcileError,
     UnknownOutcomeError,
 )
@@ -37,11 +39,20 @@ from actionjournal.durable.identity import (
     is_legacy_digest,
 )
 from actionjournal.durable.outcomes import CallInfo, Failed, NotStarted, Recovered, StillRunning
-from actionjournal.durable.records import CallFinished, CallsDropped, CallStarted, JournalRecord
+from actionjournal.durable.records import (
+    CallAttemptFailed,
+    CallFinished,
+    CallsDropped,
+    CallStarted,
+    JournalRecord,
+)
 from actionjournal.durable.replay import RecordedAction, RecordedCall
+from actionjournal.durable.retry import RetryPolicy
 from actionjournal.durable.stats import JournalMetrics
 from actionjournal.durable.values import ValueCodec, type_name
 from actionjournal.durable.writer import RunWriter
+
+log = logging.getLogger(__name__)
 
 Reconciler = Callable[[CallInfo], Any]  # returns an Outcome, or an awaitable of one
 
@@ -129,6 +140,7 @@ class CallOptions:
     on_unknown: UnknownOutcomePolicy | None = None
     record_failures: bool = True
     reconcile_timeout: float = 300.0
+    retry: RetryPolicy | None = None  # None: the job's journal.retry
 
 
 class ActionCalls:
@@ -147,8 +159,11 @@ class ActionCalls:
         config: JournalConfig,
         values: ValueCodec,
         counts: JournalMetrics,
+        redrive: int = 0,
     ) -> None:
         self.writer = writer
+        self.redrive = redrive  # the run re-drives its dead letter number ``redrive`` (0: no)
+        self._failures: dict[int, str] = {}  # id(final failure) -> the call that raised it
         self.action_id = action_id
         self.action_name = action_name
         self.recorded = recorded
@@ -161,6 +176,18 @@ class ActionCalls:
             self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         except RuntimeError:
             self._task, self._loop = None, None
+
+    def failure_of(self, exc: BaseException) -> str | None:
+        """Which durable call of this action raised ``exc`` (or an exception in its causes)
+        as its final outcome, e.g. "durable call mod:charge (call id ...)"; else ``None``."""
+        seen: set[int] = set()
+        current: BaseException | None = exc
+        while current is not None and id(current) not in seen:
+            seen.add(id(current))
+            if id(current) in self._failures:
+                return self._failures[id(current)]
+            current = current.__cause__ or current.__context__
+        return None
 
     def execute(
         self,
@@ -178,7 +205,7 @@ class ActionCalls:
                 "`await ctx.durable_execute_async(...)` for it"
             )
         gen = self._decide(fn, args, kwargs, opts)  # the index is taken now, at invocation
-        return _drive_sync(gen, self._loop)
+        return _drive_sync(gen, self._loop, self._task)
 
     def execute_async(
         self,
@@ -243,23 +270,31 @@ class ActionCalls:
                 self.action_name,
             )
 
-        attempt = 0
+        retry = opts.retry or self.config.retry
+        attempt, round_start, retry_at = 0, 0, None
         recorded = self.recorded.calls.get(index)
         if recorded is not None and not self._matches(
             recorded, fid, opts.durable_id, digest, args, kwargs
         ):
             yield from self._diverged(recorded, index, fid, opts.durable_id, digest)
             recorded = None
-        if recorded is not None and recorded.finished is not None:
+        if recorded is not None and self._redriven(recorded):
+            # A re-drive is an operator's decision to try again what failed before its dead
+            # letter: a new round of attempts, at once. Values still replay.
+            attempt = round_start = recorded.next_attempt
+        elif recorded is not None and recorded.finished is not None:
             self.counts.call("replayed")  # never an execution, and no duration sample
             if recorded.finished.error is not None and recorded.finished.error.type == _CANCELLED:
                 yield _AwaitCancel(f"durable call {fid} #{index} of action {self.action_name}")
-            return self._replay(recorded.finished)
+            return self._replay(recorded.finished, f"durable call {fid} (call id {cid})")
         # Started, no outcome (the process or the action stopped); or no record at all in a
         # run whose quarantined record may have been the call's start (see KeyJournal).
-        if recorded is not None or self.recorded.uncertain:
+        elif (recorded is not None and recorded.unknown) or (
+            recorded is None and self.recorded.uncertain
+        ):
             self.counts.call("unknown")
-            attempt = recorded.attempt + 1 if recorded is not None else 0
+            if recorded is not None:
+                attempt, round_start = recorded.next_attempt, recorded.round_start
             if policy == "fail":
                 why = (
                     "started, but its outcome was never journaled: the process stopped, or the "
@@ -279,48 +314,142 @@ class ActionCalls:
                 settled = yield from self._reconcile(opts, info(attempt), index, fid, digest, cid)
                 if settled is not None:
                     return settled[0]
+        elif recorded is not None:  # a failed attempt to retry: resume where the backoff was
+            attempt, round_start = recorded.next_attempt, recorded.round_start
+            assert recorded.failed is not None
+            retry_at = recorded.failed.retry_at
 
         needs_start = opts.reconciler is not None or policy != "rerun"
-        started = time.time()
-        finish = functools.partial(self._finish, index, fid, digest, cid, opts, started)
-        if needs_start:
+        while True:
+            started = time.time()
+            finish = functools.partial(self._finish, index, fid, digest, cid, opts, started)
             try:
-                yield _Write(
-                    self.writer,
-                    self.writer.build(
-                        CallStarted,
-                        action_id=self.action_id,
-                        index=index,
-                        call_id=cid,
-                        function_id=fid,
-                        durable_id=opts.durable_id,
-                        arg_digest=digest,
-                        attempt=attempt,
-                        at=started,
-                    ),
-                    f"durable call {fid} was not started: its CallStarted was not journaled",
-                )
-            except asyncio.CancelledError as exc:  # before it ran
+                if retry_at is not None:
+                    wait = max(0.0, retry_at - time.time())
+                    if wait > 0:
+                        yield _Sleep(wait)
+                    self.counts.retry(wait)
+                if needs_start:
+                    yield _Write(
+                        self.writer,
+                        self.writer.build(
+                            CallStarted,
+                            action_id=self.action_id,
+                            index=index,
+                            call_id=cid,
+                            function_id=fid,
+                            durable_id=opts.durable_id,
+                            arg_digest=digest,
+                            attempt=attempt,
+                            at=started,
+                        ),
+                        f"durable call {fid} was not started: its CallStarted was not journaled",
+                    )
+            except asyncio.CancelledError as exc:  # before it ran (in its backoff, or starting)
                 if not self._action_stopping():
-                    yield finish(None, exc)
+                    yield finish(None, exc, attempt)
                 raise
-        clock = time.perf_counter()
+            clock = time.perf_counter()
+            try:
+                value = yield _Invoke(fn, info(attempt))
+            except asyncio.CancelledError as exc:
+                self.counts.call_executed(time.perf_counter() - clock)
+                if not self._action_stopping():  # the action cancelled it: journal what happened
+                    yield finish(None, exc, attempt)
+                raise
+            except Exception as exc:
+                self.counts.call_executed(time.perf_counter() - clock)
+                tries = attempt - round_start + 1
+                if tries < retry.max_attempts and retry.retries(exc):
+                    retry_at = time.time() + retry.wait(tries)
+                    yield self._attempt_failed(
+                        index, fid, digest, cid, opts, attempt, exc, retry_at
+                    )
+                    self.counts.attempt("retried")
+                    log.warning(
+                        "durable call %s (call id %s) attempt %d of %d failed with %r; the next "
+                        "attempt starts in %.3g s",
+                        fid, cid, tries, retry.max_attempts, exc, retry_at - time.time(),
+                    )  # fmt: skip
+                    attempt += 1
+                    continue
+                self.counts.attempt("failed")
+                what = (
+                    f"durable call {fid} (call id {cid}), attempt {tries} of {retry.max_attempts}"
+                )
+                why = "the last attempt" if retry.retries(exc) else "not retryable"
+                if opts.record_failures:
+                    yield finish(None, exc, attempt)
+                    self._failures[id(exc)] = f"{what} ({why}: journaled as its final outcome)"
+                else:
+                    if attempt > round_start:  # the next try of the run starts a new round
+                        yield self._attempt_failed(
+                            index, fid, digest, cid, opts, attempt, exc, None
+                        )
+                    self._failures[id(exc)] = (
+                        f"{what} ({why}; not journaled, record_failures=False: it runs again "
+                        "when the run does)"
+                    )
+                raise
+            self.counts.call_executed(time.perf_counter() - clock)
+            self.counts.attempt("succeeded")
+            return (yield from self._succeeded(finish, fid, cid, attempt, value))
+
+    def _succeeded(
+        self, finish: Callable[..., _Write], fid: str, cid: str, attempt: int, value: Any
+    ) -> Generator[_Effect, Any, Any]:
+        """Journal a result; one the journal cannot hold is the call's final failure instead
+        (journaled, so a replay raises it and never runs the call again)."""
+        what = f"durable call {fid} (call id {cid})"
         try:
-            value = yield _Invoke(fn, info(attempt))
-        except asyncio.CancelledError as exc:
-            self.counts.call_executed(time.perf_counter() - clock)
-            if not self._action_stopping():  # the action cancelled it: journal what happened
-                yield finish(None, exc)
+            data, value = self.values.roundtrip(value, f"result of {what}")
+            yield finish(data, None, attempt)
+        except EncodingError as exc:  # too large for the journal, or of a type it cannot hold
+            yield finish(None, exc, attempt)
+            self._failures[id(exc)] = (
+                f"{what} returned, but its result cannot be journaled, which is journaled as the "
+                "call's final outcome: it is not run again;"
+            )
             raise
-        except Exception as exc:
-            self.counts.call_executed(time.perf_counter() - clock)
-            if opts.record_failures:
-                yield finish(None, exc)
-            raise
-        self.counts.call_executed(time.perf_counter() - clock)
-        data, value = self.values.roundtrip(value, f"result of durable call {fid} (call id {cid})")
-        yield finish(data, None)
         return value
+
+    def _attempt_failed(
+        self,
+        index: int,
+        fid: str,
+        digest: str,
+        cid: str,
+        opts: CallOptions,
+        attempt: int,
+        exc: BaseException,
+        retry_at: float | None,
+    ) -> _Write:
+        record = self.writer.build(
+            CallAttemptFailed,
+            action_id=self.action_id,
+            index=index,
+            call_id=cid,
+            function_id=fid,
+            durable_id=opts.durable_id,
+            arg_digest=digest,
+            attempt=attempt,
+            error=capture_error(self.values, exc),
+            at=time.time(),
+            retry_at=retry_at,
+        )
+        return _Write(
+            self.writer,
+            record,
+            f"attempt {attempt + 1} of durable call {fid} (call id {cid}) failed ({exc!r}) and "
+            "the failure was not journaled, so it is not retried",
+        )
+
+    def _redriven(self, recorded: RecordedCall) -> bool:
+        """Whether this run re-drives a dead letter journaled after the call's last failure."""
+        failed = recorded.failed is not None or (
+            recorded.finished is not None and recorded.finished.error is not None
+        )
+        return failed and not recorded.unknown and self.redrive > recorded.dead_letters
 
     def _finish(
         self,
@@ -332,6 +461,7 @@ class ActionCalls:
         started: float,
         data: bytes | None,
         exc: BaseException | None,
+        attempt: int = 0,
         reconciled: bool = False,
     ) -> _Write:
         now = time.time()
@@ -348,12 +478,14 @@ class ActionCalls:
             at=now,
             duration=now - started,
             reconciled=reconciled,
+            attempt=attempt,
         )
         return _Write(
             self.writer,
             record,
-            f"durable call {fid} (call id {cid}) ran, but its outcome was not journaled and will "
-            "be unknown after a failure",
+            f"durable call {fid} (call id {cid}) ran, but its outcome was not journaled: the "
+            "action fails, and when the run runs again the call's reconciler or its on_unknown "
+            "policy settles it (with the default 'rerun', it runs again)",
         )
 
     def _digest(
@@ -451,14 +583,23 @@ class ActionCalls:
             if isinstance(outcome, Recovered):
                 self.counts.call("reconciled")
                 data, value = self.values.roundtrip(outcome.value, f"recovered result of {fid}")
-                yield self._finish(index, fid, digest, cid, opts, time.time(), data, None, True)
+                now = time.time()
+                yield self._finish(
+                    index, fid, digest, cid, opts, now, data, None, info.attempt, reconciled=True
+                )
                 return (value,)
             if isinstance(outcome, Failed):
                 self.counts.call("reconciled")
+                now = time.time()
+                error = outcome.error
                 yield self._finish(
-                    index, fid, digest, cid, opts, time.time(), None, outcome.error, True
+                    index, fid, digest, cid, opts, now, None, error, info.attempt, reconciled=True
                 )
-                raise outcome.error
+                self._failures[id(error)] = (
+                    f"durable call {fid} (call id {cid}), settled by its reconciler as failed "
+                    "(journaled as its final outcome),"
+                )
+                raise error
             if not isinstance(outcome, StillRunning):
                 raise ReconcileError(
                     f"reconciler of durable call {fid} returned {outcome!r}; it must return "
@@ -472,9 +613,11 @@ class ActionCalls:
                 )
             yield _Sleep(outcome.retry_after)
 
-    def _replay(self, finished: CallFinished) -> Any:
+    def _replay(self, finished: CallFinished, what: str) -> Any:
         if finished.error is not None:
-            raise rebuild_error(self.values, finished.error)
+            error = rebuild_error(self.values, finished.error)
+            self._failures[id(error)] = f"{what}, replaying its journaled failure,"
+            raise error
         assert finished.value is not None
         return self.values.decode(finished.value)
 
@@ -482,7 +625,11 @@ class ActionCalls:
 # -- drivers -------------------------------------------------------------------
 
 
-def _drive_sync(gen: Generator[_Effect, Any, Any], loop: asyncio.AbstractEventLoop | None) -> Any:
+def _drive_sync(
+    gen: Generator[_Effect, Any, Any],
+    loop: asyncio.AbstractEventLoop | None,
+    task: asyncio.Task[Any] | None = None,
+) -> Any:
     """Perform effects blocking; never on an event loop (``execute`` refuses that).
 
     An async reconciler runs on the action's ``loop`` while this thread waits.
@@ -510,7 +657,7 @@ def _drive_sync(gen: Generator[_Effect, Any, Any], loop: asyncio.AbstractEventLo
                 finally:
                     _current_call.reset(token)
             elif isinstance(effect, _Sleep):
-                time.sleep(effect.seconds)
+                _sleep(effect.seconds, loop, task)
             else:
                 raise DivergenceError(
                     f"{effect.what} was cancelled by the action when it was journaled, which "
@@ -578,6 +725,18 @@ async def _call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     if inspect.isawaitable(result):
         result = await result
     return result
+
+
+def _sleep(
+    seconds: float, loop: asyncio.AbstractEventLoop | None, task: asyncio.Task[Any] | None
+) -> None:
+    """``time.sleep`` in a worker thread that ends, raising CancelledError, as soon as the
+    action's task is cancelled or its loop stops: a backoff must not outlive its run."""
+    deadline = time.monotonic() + seconds
+    while (left := deadline - time.monotonic()) > 0:
+        time.sleep(min(left, 0.1))
+        if (task is not None and task.cancelling()) or (loop is not None and not loop.is_running()):
+            raise asyncio.CancelledError
 
 
 def _wait(awaitable: Awaitable[Any], loop: asyncio.AbstractEventLoop | None) -> Any:

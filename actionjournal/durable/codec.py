@@ -25,6 +25,7 @@ from actionjournal.durable.errors import (
 from actionjournal.durable.records import (
     FORMAT_VERSION,
     ActionCompleted,
+    CallAttemptFailed,
     CallFinished,
     CallsDropped,
     CallStarted,
@@ -32,6 +33,7 @@ from actionjournal.durable.records import (
     JournalRecord,
     Quarantined,
     RunCompleted,
+    RunFailed,
     UpgradeSkipped,
 )
 
@@ -48,7 +50,9 @@ RECORD_TYPES: dict[type, int] = {
     RunCompleted: 5,
     UpgradeSkipped: 6,
     CleanupBoundary: 7,
-    Quarantined: 10,  # 8 and 9 are RunFailed and CallAttemptFailed (issue 16)
+    RunFailed: 8,
+    CallAttemptFailed: 9,
+    Quarantined: 10,
 }
 _TYPES_BY_CODE = {code: cls for cls, code in RECORD_TYPES.items()}
 # An unsigned record's five header bytes read as MessagePack are five positive fixints (while

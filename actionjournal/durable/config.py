@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
 from actionjournal.durable.codec import RecordCodec
+from actionjournal.durable.retry import RetryPolicy
 from actionjournal.durable.values import ValueCodec
 
 UnknownOutcomePolicy = Literal["rerun", "reconcile", "fail"]
@@ -41,6 +42,9 @@ class JournalConfig(BaseModel):
     """A recorded call differs from the call the code makes now: fail, or drop the recorded tail."""
     on_unknown: UnknownOutcomePolicy = "rerun"
     """Default for a call that started but has no outcome and no reconciler."""
+    retry: RetryPolicy = Field(default_factory=RetryPolicy)
+    """Default retry policy of durable calls (a call's ``retry=`` overrides it): by default
+    3 attempts, 1 s then 2 s apart, for connection errors, timeouts and HTTP 408/429/5xx."""
 
     @model_validator(mode="after")
     def _pickle_needs_signing(self) -> JournalConfig:

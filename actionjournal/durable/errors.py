@@ -42,7 +42,8 @@ class EncodingError(ActionJournalError):
 
 
 class PayloadTooLargeError(EncodingError):
-    """An encoded value is larger than ``journal.max_payload_bytes``."""
+    """An encoded value is larger than the journal accepts: ``journal.max_payload_bytes``,
+    or less when the store's records are limited (Kafka ``max.message.bytes``)."""
 
 
 class RunJournalTooLongError(ActionJournalError):
@@ -55,6 +56,10 @@ class StoreError(ActionJournalError):
 
 class JournalWriteError(StoreError):
     """An append was not acknowledged. The journal does not hold the record."""
+
+
+class RecordTooLargeError(JournalWriteError, PayloadTooLargeError):
+    """A record is larger than the store accepts; it is not kept, and never will be."""
 
 
 class RecoveryError(ActionJournalError):
@@ -87,6 +92,10 @@ class UnknownOutcomeError(ActionJournalError):
 
 class ReconcileError(ActionJournalError):
     """A reconciler raised, or did not settle a call before its deadline."""
+
+
+class RedriveError(ActionJournalError):
+    """A dead letter cannot re-drive its run here (another key, journal or state)."""
 
 
 class ActionFailedError(ActionJournalError):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import bisect
 import hashlib
 from datetime import datetime
-from typing import Literal
+from typing import Literal, TypeGuard
 
 import msgspec
 
@@ -93,6 +93,29 @@ class CallFinished(Record, frozen=True, tag="cf"):
     duration: float
     reconciled: bool = False
     action: str = ""  # the action's name ("" in records written before it was kept)
+    attempt: int = 0  # the attempt that ended so (0: the first; 0 in records before retries)
+
+
+class CallAttemptFailed(Record, frozen=True, tag="ca"):
+    """A failed attempt of a call that its retry policy retries.
+
+    ``attempt`` counts from 0 (as :attr:`CallInfo.attempt`); the next attempt may start at
+    ``retry_at`` (epoch seconds), so a restart during the backoff waits only what is left.
+    ``retry_at`` is ``None`` when no attempt follows in this try of the run
+    (``record_failures=False`` ran out of attempts): the run's next try starts a new round.
+    """
+
+    action_id: str
+    index: int
+    call_id: str
+    function_id: str
+    durable_id: str | None
+    arg_digest: str
+    attempt: int
+    error: ErrorInfo
+    at: float
+    retry_at: float | None
+    action: str = ""
 
 
 class CallsDropped(Record, frozen=True, tag="cd"):
@@ -117,6 +140,31 @@ class RunCompleted(Record, frozen=True, tag="rc"):
 
     at: float
     input_digest: str
+
+
+class RunFailed(Record, frozen=True, tag="rf"):
+    """A run that failed, journaled before the run failure policy acts on it.
+
+    ``final``: the run was dead-lettered: the key moved on, and a replay hands out the same
+    dead letter instead of running it again. Not final: one failed try of
+    ``retry-then-dead-letter`` (the task fails and the run runs again after the restore);
+    these records count the tries, since keyed state rolls back with the restore.
+    ``key`` and ``input`` are ValueCodec bytes, so the dead letter can be listed and
+    re-driven from the journal (``key`` is ``None`` when the key cannot be encoded).
+    """
+
+    error: ErrorInfo
+    at: float
+    input_digest: str
+    final: bool
+    input: bytes
+    key: bytes | None = None
+
+
+def ends_run(record: object) -> TypeGuard[RunCompleted | RunFailed]:
+    """Whether ``record`` ends its run: ``RunCompleted``, or a dead letter (a final
+    ``RunFailed``). A re-drive of a dead-lettered run may end it again, completed."""
+    return isinstance(record, RunCompleted) or (isinstance(record, RunFailed) and record.final)
 
 
 CONTROL_KEY = ""  # key id of control records: they concern a partition, not one key
@@ -202,6 +250,8 @@ JournalRecord = (
     | UpgradeSkipped
     | CleanupBoundary
     | Quarantined
+    | RunFailed
+    | CallAttemptFailed
 )
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from actionjournal.durable.records import (
     CONTROL_KEY,
     ActionCompleted,
+    CallAttemptFailed,
     CallFinished,
     CallsDropped,
     CallStarted,
@@ -15,6 +16,7 @@ from actionjournal.durable.records import (
     JournalRecord,
     Quarantined,
     RunCompleted,
+    RunFailed,
     UpgradeSkipped,
 )
 
@@ -23,16 +25,36 @@ from actionjournal.durable.records import (
 class RecordedCall:
     started: CallStarted | None = None
     finished: CallFinished | None = None
+    failed: CallAttemptFailed | None = None  # the last failed attempt, retried after it
+    round_start: int = 0  # first attempt of the current round (see CallAttemptFailed)
+    dead_letters: int = 0  # the run's dead letters journaled before the call's last record
 
     @property
-    def head(self) -> CallStarted | CallFinished:
-        head = self.finished or self.started
+    def head(self) -> CallStarted | CallFinished | CallAttemptFailed:
+        head = self.finished or self.started or self.failed
         assert head is not None
         return head
 
     @property
-    def attempt(self) -> int:
-        return self.started.attempt if self.started else 0
+    def unknown(self) -> bool:
+        """No outcome of its last attempt is journaled: the process or the action stopped
+        while it ran, or its failure was left out (``record_failures=False``)."""
+        started, failed = self.started, self.failed
+        if self.finished is not None:
+            return False
+        if started is not None and (failed is None or started.attempt > failed.attempt):
+            return True
+        return failed is not None and failed.retry_at is None
+
+    @property
+    def next_attempt(self) -> int:
+        """The number of the attempt to make now (0: none was journaled)."""
+        attempt = self.failed.attempt + 1 if self.failed else 0
+        if self.finished is not None:  # a re-drive tries a journaled failure again
+            attempt = max(attempt, self.finished.attempt + 1)
+        if self.started is not None:
+            attempt = max(attempt, self.started.attempt + 1 if self.unknown else 0)
+        return attempt
 
 
 @dataclass
@@ -50,6 +72,9 @@ class RecordedRun:
     completed: RunCompleted | None = None
     records: int = 0  # how many records the run has in the journal (its length guard)
     uncertain: bool = False  # a quarantined record may have been one of the run's
+    failed: RunFailed | None = None  # the last dead letter (a final RunFailed)
+    dead_letters: int = 0  # final RunFailed records: a re-drive answers one of them
+    tries: int = 0  # failed tries (RunFailed, not final) since the last dead letter
 
     def action(self, action_id: str) -> RecordedAction:
         action = self.actions.get(action_id) or RecordedAction()
@@ -111,17 +136,22 @@ class KeyJournal:
             if isinstance(record, RunCompleted):
                 run.completed = record
                 continue
+            if isinstance(record, RunFailed):
+                if record.final:
+                    run.failed, run.tries = record, 0
+                    run.dead_letters += 1
+                else:
+                    run.tries += 1
+                continue
             action = run.actions.setdefault(record.action_id, RecordedAction())
             action.name = getattr(record, "action", "") or action.name
             if isinstance(record, ActionCompleted):
                 action.completed = record
             elif isinstance(record, CallsDropped):
                 action.calls = {i: c for i, c in action.calls.items() if i < record.index}
-            elif isinstance(record, CallStarted):
-                # A new attempt supersedes what an earlier attempt left at this position.
-                action.calls[record.index] = RecordedCall(started=record)
             else:
-                action.calls.setdefault(record.index, RecordedCall()).finished = record
+                _index_call(action.calls.setdefault(record.index, RecordedCall()), record)
+                action.calls[record.index].dead_letters = run.dead_letters
         if gap_from is not None:
             journal.uncertain.append((gap_from, None))
         for run in journal.runs.values():
@@ -133,3 +163,15 @@ class KeyJournal:
 
     def run(self, seq: int) -> RecordedRun:
         return self.runs.get(seq) or RecordedRun(seq, uncertain=self.is_uncertain(seq))
+
+
+def _index_call(call: RecordedCall, record: CallStarted | CallFinished | CallAttemptFailed) -> None:
+    """A later record of a call position supersedes what earlier attempts left there."""
+    if isinstance(record, CallStarted):
+        call.started, call.finished = record, None
+    elif isinstance(record, CallAttemptFailed):
+        call.failed, call.finished = record, None
+        if record.retry_at is None:  # the round ended without a final outcome
+            call.round_start = record.attempt + 1
+    else:
+        call.finished = record

@@ -24,7 +24,8 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_
 
 CALL_OUTCOMES = ("executed", "replayed", "reconciled", "unknown", "diverged")
 ACTION_OUTCOMES = ("executed", "replayed")
-RUN_OUTCOMES = ("completed", "replayed")
+RUN_OUTCOMES = ("completed", "replayed", "failed", "dead_lettered")
+ATTEMPT_RESULTS = ("succeeded", "retried", "failed")
 RECOVERY_KINDS = ("scanned", "applied")
 GUARDS = ("payload_bytes", "run_records")
 GUARD_LEVELS = ("warn", "fail")
@@ -80,10 +81,31 @@ class JournalMetrics:
             ["outcome"],
             registry=r,
         )
+        self.attempts = Counter(
+            "actionjournal_call_attempts",
+            "Attempts of durable calls (function invocations) by how they ended: succeeded, "
+            "retried (failed; the retry policy tries again: CallAttemptFailed journaled) or "
+            "failed (the call's final failure, journaled unless record_failures=False)",
+            ["result"],
+            registry=r,
+        )
+        self.retries = Counter(
+            "actionjournal_call_retries",
+            "Retries started: attempts made after a failed attempt, those resumed after a "
+            "restart included",
+            registry=r,
+        )
+        self.backoff_seconds = Counter(
+            "actionjournal_call_backoff_seconds",
+            "Seconds durable calls waited between attempts (after a restart: only what was left)",
+            registry=r,
+        )
         self.runs = Counter(
             "actionjournal_runs",
-            "Runs (one input of one key): completed (RunCompleted journaled now) or replayed "
-            "(the journal already held its RunCompleted)",
+            "Runs (one input of one key): completed (RunCompleted journaled now), replayed "
+            "(the journal already held its RunCompleted), failed (the run failed the task, "
+            "on_run_failure='fail' or a try of 'retry-then-dead-letter') or dead_lettered (a "
+            "final RunFailed journaled now, the input sent to the dead letters)",
             ["outcome"],
             registry=r,
         )
@@ -137,6 +159,7 @@ class JournalMetrics:
         self._call = {o: self.calls.labels(o) for o in CALL_OUTCOMES}
         self._action = {o: self.actions.labels(o) for o in ACTION_OUTCOMES}
         self._run = {o: self.runs.labels(o) for o in RUN_OUTCOMES}
+        self._attempt = {o: self.attempts.labels(o) for o in ATTEMPT_RESULTS}
         self._recovery = {k: self.recovery_records.labels(k) for k in RECOVERY_KINDS}
         self._guard = {(g, v): self.guard_hits.labels(g, v) for g in GUARDS for v in GUARD_LEVELS}
         self._backends: dict[str, tuple[Any, Any, Any]] = {}
@@ -146,6 +169,7 @@ class JournalMetrics:
             ("calls", self._call, ("outcome",)),
             ("actions", self._action, ("outcome",)),
             ("runs", self._run, ("outcome",)),
+            ("call_attempts", self._attempt, ("result",)),
             ("recovery_records", self._recovery, ("kind",)),
             ("guard_hits", self._guard, ("guard", "level")),
         ):
@@ -159,6 +183,8 @@ class JournalMetrics:
                     )
                 )
         self._series.append(("actionjournal_foreign_records_total", {}, self.foreign_records))
+        self._series.append(("actionjournal_call_retries_total", {}, self.retries))
+        self._series.append(("actionjournal_call_backoff_seconds_total", {}, self.backoff_seconds))
         self._lock = threading.Lock()
 
     # -- reporting --------------------------------------------------------------------
@@ -170,6 +196,15 @@ class JournalMetrics:
         """The function of a durable call ran (returned or raised) in ``seconds``."""
         self._call["executed"].inc()
         self.call_seconds.observe(seconds)
+
+    def attempt(self, result: str) -> None:
+        """An attempt of a durable call ended: ``succeeded``, ``retried`` or ``failed``."""
+        self._attempt[result].inc()
+
+    def retry(self, waited: float) -> None:
+        """A retry starts after waiting ``waited`` seconds of backoff."""
+        self.retries.inc()
+        self.backoff_seconds.inc(waited)
 
     def action(self, outcome: str) -> None:
         self._action[outcome].inc()

@@ -119,6 +119,7 @@ class ValueCodec:
     ) -> None:
         self.allow_pickle = allow_pickle
         self.max_payload_bytes = max_payload_bytes
+        self.limit_reason: str | None = None  # why the limit is lower than the setting
         self.payload_warn_bytes = payload_warn_bytes
         self.observer = observer  # told of every guard hit (the engine's metrics)
         self._plain = msgspec.msgpack.Encoder().encode  # of trees made by _lower
@@ -194,9 +195,10 @@ class ValueCodec:
         if self.max_payload_bytes is not None and size > self.max_payload_bytes:
             if self.observer is not None:
                 self.observer.guard_hit("payload_bytes", "fail")
+            limit = self.limit_reason or f"journal.max_payload_bytes={self.max_payload_bytes}"
             raise PayloadTooLargeError(
-                f"{what}{where()} encodes to {size} bytes, over journal.max_payload_bytes="
-                f"{self.max_payload_bytes}; store large data elsewhere and journal a reference"
+                f"{what}{where()} encodes to {size} bytes, over {limit}; store large data "
+                "elsewhere and journal a reference"
             )
         if self.observer is not None:
             self.observer.guard_hit("payload_bytes", "warn")

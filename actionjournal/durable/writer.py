@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
-from actionjournal.durable.errors import ContextClosedError, JournalWriteError
+from actionjournal.durable.errors import ContextClosedError, JournalWriteError, RecordTooLargeError
 from actionjournal.durable.guards import RunBudget
 from actionjournal.durable.records import JournalRecord, Marker, Record
 from actionjournal.durable.stats import JournalMetrics, appending
@@ -72,6 +72,8 @@ class RunWriter:
             )
         try:
             return self._append(records, context)
+        except RecordTooLargeError:
+            raise  # never kept, and the caller journals what it does instead (a call: a failure)
         except Exception as exc:
             if self.failure is None:
                 self.failure = exc
@@ -95,7 +97,7 @@ class RunWriter:
             if self.metrics is not None:
                 identity = getattr(self.store, "identity", None)
                 self.metrics.append_failed(getattr(identity, "backend", "unknown"))
-            if not context:
+            if not context or isinstance(exc, RecordTooLargeError):  # says it all; handled
                 raise
             raise JournalWriteError(f"{context}: {exc}") from exc
         finally:

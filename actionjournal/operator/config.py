@@ -9,6 +9,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from actionjournal.durable.config import JournalConfig
 from actionjournal.stores.config import SqliteStoreConfig, StoreConfig
 
+RunFailurePolicy = Literal["fail", "dead-letter", "retry-then-dead-letter"]
+
 
 class AgentsConfig(BaseModel):
     """``journal`` settings and the ``store`` (``backend`` picks sqlite or kafka)."""
@@ -25,5 +27,13 @@ class AgentsConfig(BaseModel):
     """How checkpoints keep the timers that resume pending runs (see docs/flink.md):
     ``drain`` uses actionjournal's operator (needs a JDK once, to compile it), ``bundle-of-one``
     one element per bundle (slower), ``auto`` the operator when it can be built."""
+    on_run_failure: RunFailurePolicy = "fail"
+    """A run that fails (an action raised): ``fail`` the task (Flink restores it and the run
+    runs again), ``dead-letter`` it (a final ``RunFailed`` record, the input to the dead
+    letter output, the key moves on), or ``retry-then-dead-letter`` (fail the task up to
+    ``run_failure_restarts`` times, then dead-letter). See docs/guarantees.md."""
+    run_failure_restarts: int = Field(3, ge=1)
+    """``retry-then-dead-letter``: task restarts a failing run gets before it is dead-lettered
+    (keep it below the job's restart strategy attempts)."""
     stats_file: str | None = None
     """When set, each subtask appends its call counts here as a JSON line when it closes."""

@@ -12,6 +12,7 @@ from actionjournal.durable.config import UnknownOutcomePolicy
 from actionjournal.durable.errors import ConfigurationError, ContextClosedError
 from actionjournal.durable.events import Event
 from actionjournal.durable.identity import event_id, function_id
+from actionjournal.durable.retry import RetryPolicy
 from actionjournal.operator.memory import Memory
 from actionjournal.reconcilers.registry import resolve
 
@@ -82,18 +83,23 @@ class RunnerContext:
         on_unknown: UnknownOutcomePolicy | None = None,
         record_failures: bool = True,
         reconcile_timeout: float = 300.0,
+        retry: RetryPolicy | None = None,
         **kwargs: Any,
     ) -> Any:
         """Run ``fn(*args, **kwargs)`` once; after a failure return or raise what it recorded.
 
         ``reconciler`` is a callable or the name of one registered in the agent; without
-        it, the function's own (``@reconciled_by``) is used. Options are checked now. Not
-        on an event loop (it blocks): in an ``async def`` action await
+        it, the function's own (``@reconciled_by``) is used. ``retry`` (a
+        :class:`~actionjournal.RetryPolicy`) replaces ``journal.retry`` for this call; a
+        failure it retries is journaled as an attempt, and only a final failure (not
+        retryable, or the last attempt) as the call's outcome, unless ``record_failures``
+        is false (then the call runs again when its run does). Options are checked now. Not
+        on an event loop (it blocks, backoff included): in an ``async def`` action await
         :meth:`durable_execute_async`.
         """
         self._check_open("durable_execute")
         opts = self._options(
-            fn, durable_id, reconciler, on_unknown, record_failures, reconcile_timeout
+            fn, durable_id, reconciler, on_unknown, record_failures, reconcile_timeout, retry
         )
         return self._calls.execute(fn, args, kwargs, opts)
 
@@ -106,12 +112,13 @@ class RunnerContext:
         on_unknown: UnknownOutcomePolicy | None = None,
         record_failures: bool = True,
         reconcile_timeout: float = 300.0,
+        retry: RetryPolicy | None = None,
         **kwargs: Any,
     ) -> Coroutine[Any, Any, Any]:
         """Awaitable form; its position is fixed when called, so ``asyncio.gather`` replays."""
         self._check_open("durable_execute_async")
         opts = self._options(
-            fn, durable_id, reconciler, on_unknown, record_failures, reconcile_timeout
+            fn, durable_id, reconciler, on_unknown, record_failures, reconcile_timeout, retry
         )
         call = self._calls.execute_async(fn, args, kwargs, opts)
         return self._while_open(call, "durable_execute_async")
@@ -152,6 +159,7 @@ class RunnerContext:
         on_unknown: UnknownOutcomePolicy | None,
         record_failures: bool,
         reconcile_timeout: float,
+        retry: RetryPolicy | None = None,
     ) -> CallOptions:
         """The call's options, checked when the call is made: a mistake in one must not wait
         for a crash to show (or, worse, re-run a call it was meant to protect)."""
@@ -182,5 +190,12 @@ class RunnerContext:
                 f"reconcile_timeout={reconcile_timeout!r} of {call}: use a positive number of "
                 "seconds"
             )
+        if retry is not None and not isinstance(retry, RetryPolicy):
+            raise ConfigurationError(
+                f"retry={retry!r} of {call}: use actionjournal.RetryPolicy(...), or None for the "
+                "job's journal.retry"
+            )
         chosen = resolve(reconciler, fn, self.agent.reconcilers(), call)
-        return CallOptions(durable_id, chosen, on_unknown, record_failures, reconcile_timeout)
+        return CallOptions(
+            durable_id, chosen, on_unknown, record_failures, reconcile_timeout, retry
+        )

@@ -23,6 +23,7 @@ from actionjournal.durable.errors import (
     DataLossError,
     MarkerMismatchError,
     RecoveryError,
+    RedriveError,
     StoreRecreatedError,
     UnsupportedFormatError,
 )
@@ -38,6 +39,10 @@ from actionjournal.durable.records import (
 )
 from actionjournal.durable.replay import KeyJournal, RecordedRun
 from actionjournal.durable.stats import JournalMetrics, reading
+from actionjournal.durable.values import ValueCodec
+from actionjournal.operator.config import RunFailurePolicy
+from actionjournal.operator.dead_letters import DeadLetter
+from actionjournal.operator.failures import RunFailures, redrive_check
 from actionjournal.operator.run import Run, RunEnv, RunResult
 from actionjournal.stores.base import JournalStore
 
@@ -46,10 +51,14 @@ log = logging.getLogger(__name__)
 # raises, what is wrong, and what to do (upgrade mode logs and audits only what is wrong).
 Mismatch = tuple[type[RecoveryError], str, str]
 
+RECORD_HEADROOM = 4096
+"""Bytes of a record besides its value (identities, digests, timestamps, signature)."""
+
 
 class PendingInput(msgspec.Struct, array_like=True):
     seq: int
     input: bytes  # ValueCodec bytes
+    redrive: int = 0  # re-drives the run's dead letter number ``redrive`` (0: a new input)
 
 
 class KeyState(msgspec.Struct, array_like=True):
@@ -62,8 +71,16 @@ class KeyState(msgspec.Struct, array_like=True):
 
 
 class AgentEngine:
+    """Runs keys' inputs through an agent; a run that fails goes where ``on_run_failure``
+    says (see :class:`~actionjournal.operator.config.AgentsConfig`)."""
+
     def __init__(
-        self, agent: Agent, store: JournalStore, config: JournalConfig | None = None
+        self,
+        agent: Agent,
+        store: JournalStore,
+        config: JournalConfig | None = None,
+        on_run_failure: RunFailurePolicy = "fail",
+        run_failure_restarts: int = 3,
     ) -> None:
         self.config = config or JournalConfig()
         agent.actions()  # an agent without actions fails here, not inside its first run
@@ -72,7 +89,9 @@ class AgentEngine:
         self.counts = JournalMetrics()  # this engine's own registry (docs/operations.md)
         values = self.config.value_codec()
         values.observer = self.counts  # payload guard hits
+        _limit_payloads(values, store)
         self.env = RunEnv(agent, store, self.config, values, self.counts)
+        self.failures = RunFailures(self.env, on_run_failure, run_failure_restarts)
         self._journals: dict[str, KeyJournal] = {}
         self._recovered: set[str] = set()
         self._audited: set[tuple[StoreIdentity, int]] = set()
@@ -85,8 +104,17 @@ class AgentEngine:
     def key_id(key: Any) -> str:
         return make_key_id(key)
 
-    def accept(self, state: KeyState, value: Any) -> KeyState:
-        """Give an input its sequence number and queue it. Encodes now, so bad input fails here."""
+    def accept(self, state: KeyState, value: Any, key_id: str | None = None) -> KeyState:
+        """Give an input its sequence number and queue it. Encodes now, so bad input fails here.
+
+        A :class:`DeadLetter` of the key (``key_id``) re-drives its run: it is queued with
+        the run's own sequence number, so the run replays its journal.
+        """
+        if isinstance(value, DeadLetter):
+            redrive_check(value, key_id, state.next_seq)
+            data = self.env.values.encode(value.input, "re-driven input")
+            pending = PendingInput(value.seq, data, value.number)
+            return msgspec.structs.replace(state, pending=[*state.pending, pending])
         data = self.env.values.encode(value, "agent input")
         pending = PendingInput(state.next_seq, data)
         return msgspec.structs.replace(
@@ -94,21 +122,55 @@ class AgentEngine:
         )
 
     async def run_next(self, key: Any, key_id: str, state: KeyState) -> RunResult:
-        """Execute the key's oldest pending input. Does not change ``state``."""
-        recorded = self._recorded_run(key_id, state)
-        memory = self.env.values.decode(state.memory) if state.memory else {}
+        """Execute the key's oldest pending input. Does not change ``state``.
+
+        A run that fails is handed to the run failure policy: it raises (the task fails)
+        or returns a result with the run's dead letter.
+        """
         pending = state.pending[0]
+        if pending.redrive:
+            self.validate_marker(key_id, state)  # the journal the key's state was written to
+            try:
+                recorded = self.failures.redriven_run(key_id, pending.seq, pending.redrive)
+            except RedriveError as exc:
+                return self.failures.refused(key, key_id, pending.seq, pending.input, exc)
+        else:
+            recorded = self._recorded_run(key_id, state)
+        if recorded.dead_letters > pending.redrive:  # dead-lettered before a restart
+            return self.failures.replayed(key, key_id, pending.input, recorded)
+        memory = self.env.values.decode(state.memory) if state.memory else {}
         marker = state.marker
         stale = marker is not None and self._foreign(marker.store, marker.epoch, "", "") is not None
-        run = Run(self.env, key, key_id, pending.seq, pending.input, memory, recorded, stale)
-        return await run.execute()
+        consequence = self.failures.consequence(recorded)
+        run = Run(
+            self.env,
+            key,
+            key_id,
+            pending.seq,
+            pending.input,
+            memory,
+            recorded,
+            stale,
+            consequence,
+            pending.redrive,
+        )
+        try:
+            return await run.execute()
+        except Exception as exc:
+            return await self.failures.failed(run, recorded, exc)
 
     def complete(self, state: KeyState, result: RunResult) -> KeyState:
-        """The key's state after its oldest pending run finished with ``result``."""
+        """The key's state after its oldest pending run finished with ``result`` (a dead
+        letter keeps the memory the key had before the run)."""
+        memory = (
+            state.memory
+            if result.dead_letter is not None
+            else self.env.values.encode(result.memory, "short-term memory")
+        )
         return KeyState(
             next_seq=state.next_seq,
             pending=state.pending[1:],
-            memory=self.env.values.encode(result.memory, "short-term memory"),
+            memory=memory,
             marker=result.marker or state.marker,
         )
 
@@ -384,6 +446,25 @@ class AgentEngine:
                     "run again. Restore that checkpoint or a newer one; to re-run instead, "
                     "restore with journal.upgrade='fresh' and a new journal.epoch"
                 )
+
+
+def _limit_payloads(values: ValueCodec, store: JournalStore) -> None:
+    """A value must fit the records the store takes: the effective limit is the smaller of
+    ``journal.max_payload_bytes`` and the store's record limit, less room for the rest of
+    the record. So a result too large is refused before it is journaled, and journaled as
+    the call's failure (a record the store refuses would leave the call without outcome)."""
+    limit = getattr(store, "max_record_bytes", None)
+    configured = values.max_payload_bytes
+    if limit is None or configured is None or limit - RECORD_HEADROOM >= configured:
+        return
+    values.max_payload_bytes = max(limit - RECORD_HEADROOM, 1)
+    identity = store.identity
+    values.limit_reason = (
+        f"{values.max_payload_bytes} bytes, the most {identity.backend} journal "
+        f"{identity.name} takes in one record ({limit} bytes) less {RECORD_HEADROOM} for the "
+        f"record's other fields (journal.max_payload_bytes={configured} is higher)"
+    )
+    log.info("payload limit: %s", values.limit_reason)
 
 
 def use_configured_codec(store: Any, config: JournalConfig) -> None:

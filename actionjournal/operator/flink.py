@@ -34,6 +34,7 @@ from pyflink.datastream import (
     DataStream,
     KeyedProcessFunction,
     KeyedStream,
+    OutputTag,
     RuntimeContext,
     StreamExecutionEnvironment,
     TimeDomain,
@@ -48,6 +49,7 @@ from actionjournal.durable.errors import ConfigurationError
 from actionjournal.durable.stats import MetricGroupMirror
 from actionjournal.operator import draining, javac
 from actionjournal.operator.config import AgentsConfig
+from actionjournal.operator.dead_letters import DeadLetter
 from actionjournal.operator.engine import AgentEngine, KeyState
 from actionjournal.operator.run import RunResult
 from actionjournal.stores.base import JournalStore
@@ -59,6 +61,9 @@ log = logging.getLogger(__name__)
 MAX_POLL_MS = 1000
 StoreFactory = Callable[[RecordCodec], JournalStore]
 SUPPORTED_PYFLINK = "2.3"  # the draining operator builds on PyFlink 2.3's internals (pyproject)
+DEAD_LETTERS = OutputTag("actionjournal-dead-letters", Types.PICKLED_BYTE_ARRAY())
+"""The side output of dead-lettered runs (:class:`DeadLetter` objects); see
+:meth:`AgentJob.dead_letters`."""
 
 
 class AgentOutput(NamedTuple):
@@ -121,9 +126,13 @@ class AgentsExecutionEnvironment:
     def from_datastream(
         self, stream: DataStream, key_selector: Callable[[Any], Any] | None = None
     ) -> AgentJob:
-        """The agent's input: a keyed stream, or any stream with a ``key_selector``."""
+        """The agent's input: a keyed stream, or any stream with a ``key_selector``.
+
+        With a ``key_selector``, :class:`DeadLetter` elements in the stream are keyed by
+        their own key: they re-drive their runs (docs/guarantees.md).
+        """
         if key_selector is not None:
-            return AgentJob(self, stream.key_by(key_selector))
+            return AgentJob(self, stream.key_by(_RedriveAware(key_selector)))
         if isinstance(stream, KeyedStream):
             return AgentJob(self, stream)
         raise ConfigurationError(
@@ -138,6 +147,7 @@ class AgentJob:
         self._keyed = keyed
         self._agent: Agent | None = None
         self._store_factory: StoreFactory | None = None
+        self._stream: DataStream | None = None
 
     def apply(self, agent: Agent, store_factory: StoreFactory | None = None) -> AgentJob:
         """Attach the agent. ``store_factory`` replaces the configured store (tests, wrappers)."""
@@ -178,7 +188,16 @@ class AgentJob:
         stream = self._keyed.process(function, output_type=Types.PICKLED_BYTE_ARRAY())
         if jar is not None:
             draining.install(environment.env, stream, jar)
-        return stream.uid(uid).name(f"agent {uid}")
+        self._stream = stream.uid(uid).name(f"agent {uid}")
+        return self._stream
+
+    def dead_letters(self) -> DataStream:
+        """Runs dead-lettered by ``on_run_failure`` (:class:`DeadLetter` objects), a side
+        output of the agent; e.g. ``.map(lambda d: d.to_json(), Types.STRING())`` into a
+        Kafka sink. Call after :meth:`to_datastream`."""
+        if self._stream is None:
+            raise ConfigurationError("call .to_datastream() before .dead_letters()")
+        return self._stream.get_side_output(DEAD_LETTERS)
 
 
 class AgentFunction(KeyedProcessFunction):
@@ -201,7 +220,14 @@ class AgentFunction(KeyedProcessFunction):
         codec = self.config.journal.record_codec()
         factory = self.store_factory or (lambda c: open_store(self.config.store, c))
         self.store = factory(codec)
-        self.engine = AgentEngine(self.agent, self.store, self.config.journal)
+        config = self.config
+        self.engine = AgentEngine(
+            self.agent,
+            self.store,
+            config.journal,
+            config.on_run_failure,
+            config.run_failure_restarts,
+        )
         # Calls are counted on worker threads; Flink counters are fed on this thread (sync).
         self._metrics = MetricGroupMirror(self.engine.counts, runtime_context.get_metrics_group())
         self._loop = asyncio.new_event_loop()
@@ -230,7 +256,7 @@ class AgentFunction(KeyedProcessFunction):
         key = ctx.get_current_key()
         key_id = self.engine.key_id(key)
         idle = key_id not in self._runs
-        state = self.engine.accept(self._load(), value)
+        state = self.engine.accept(self._load(), value, key_id)
         self._save(state)
         if idle:  # a busy key is already being polled; its next input starts from on_timer
             self._start(key, key_id, state)
@@ -260,6 +286,8 @@ class AgentFunction(KeyedProcessFunction):
                 output = event.attributes["output"]
                 # sent events carry their id (send_event set it)
                 yield AgentOutput(key, event.id, output) if self.with_ids else output  # type: ignore[arg-type]
+            if result.dead_letter is not None:
+                yield DEAD_LETTERS, result.dead_letter
             if state.pending:
                 self._start(key, key_id, state)
         if state.pending:
@@ -301,6 +329,18 @@ class AgentFunction(KeyedProcessFunction):
 
     def _save(self, state: KeyState) -> None:
         self._state.update(msgspec.msgpack.encode(state))
+
+
+class _RedriveAware:
+    """The user's key selector, except that a dead letter is keyed by its own key."""
+
+    def __init__(self, key_selector: Callable[[Any], Any]) -> None:
+        self.key_selector = key_selector
+
+    def __call__(self, element: Any) -> Any:
+        if isinstance(element, DeadLetter):
+            return element.key
+        return self.key_selector(element)
 
 
 # -- the job from outside: savepoints, where Python runs, where PyFlink logs -----------------

@@ -30,6 +30,8 @@ from actionjournal.durable.errors import (
 from actionjournal.durable.events import Event
 from actionjournal.durable.records import FORMAT_VERSION, JournalBinding
 from actionjournal.durable.stats import JournalMetrics
+from actionjournal.operator.config import RunFailurePolicy
+from actionjournal.operator.dead_letters import DeadLetter
 from actionjournal.operator.engine import AgentEngine, KeyState
 from actionjournal.stores.base import JournalStore
 
@@ -72,8 +74,10 @@ class LocalRunner:
 
     ``store`` may be opened without a codec: the runner signs and verifies records
     with ``config``'s ``signing_key`` (see :func:`~actionjournal.operator.engine.
-    use_configured_codec`). A runner stops at the first failure of a run, as a Flink
-    task does: restore a snapshot to go on.
+    use_configured_codec`). ``on_run_failure`` says what a run that fails does (see
+    :class:`~actionjournal.operator.config.AgentsConfig`): with ``"fail"`` (the default) the
+    runner stops at it, as a Flink task does (restore a snapshot to go on); a dead-lettered
+    run goes to ``dead_letters`` (and ``on_dead_letter``) and its key moves on.
     """
 
     def __init__(
@@ -82,12 +86,19 @@ class LocalRunner:
         store: JournalStore,
         config: JournalConfig | None = None,
         on_output: OutputSink | None = None,
+        *,
+        on_run_failure: RunFailurePolicy = "fail",
+        run_failure_restarts: int = 3,
+        on_dead_letter: Callable[[DeadLetter], None] | None = None,
     ) -> None:
-        self.engine = AgentEngine(agent, store, config)
+        self.engine = AgentEngine(agent, store, config, on_run_failure, run_failure_restarts)
         self.on_output = on_output
+        self.on_dead_letter = on_dead_letter
         self.states: dict[str, tuple[Any, KeyState]] = {}
         self.inputs_consumed = 0
         self.outputs: list[tuple[Any, Event]] = []
+        self.dead_letters: list[DeadLetter] = []
+        """Runs set aside by the run failure policy; submit one again to re-drive its run."""
         self._active: dict[str, asyncio.Task[None]] = {}
         self._failure: Exception | None = None
 
@@ -105,11 +116,14 @@ class LocalRunner:
         return self.engine.counts.serve(port, addr)
 
     def submit(self, key: Any, value: Any) -> None:
-        """Accept one input for ``key``; it runs after the key's earlier inputs."""
+        """Accept one input for ``key``; it runs after the key's earlier inputs.
+
+        A :class:`DeadLetter` of ``key`` re-drives its run (the same seq, its journal replays).
+        """
         self._check_alive()
         key_id = self.engine.key_id(key)
         _, state = self.states.get(key_id, (key, KeyState()))
-        self.states[key_id] = (key, self.engine.accept(state, value))
+        self.states[key_id] = (key, self.engine.accept(state, value, key_id))
         self.inputs_consumed += 1
         self._wake(key_id)
 
@@ -203,6 +217,10 @@ class LocalRunner:
                     self.outputs.append((key, event))
                     if self.on_output is not None:
                         self.on_output(key, event)
+                if result.dead_letter is not None:
+                    self.dead_letters.append(result.dead_letter)
+                    if self.on_dead_letter is not None:
+                        self.on_dead_letter(result.dead_letter)
         except Exception as exc:  # kept, and raised once by drain(), not by this task
             if self._failure is None:
                 self._failure = exc
@@ -240,14 +258,16 @@ class LocalRunner:
         store: JournalStore,
         config: JournalConfig | None = None,
         on_output: OutputSink | None = None,
+        **options: Any,
     ) -> LocalRunner:
-        """A runner with the snapshot's keyed state and source position.
+        """A runner with the snapshot's keyed state and source position; ``options`` are
+        those of the constructor (``on_run_failure=...``).
 
         Feed it with :meth:`run_source` (the source again, from the snapshot's position)
         or :meth:`run` (new inputs); both start the snapshot's pending runs, as does
         :meth:`resume` (inside an event loop) for a runner fed with :meth:`submit`.
         """
-        runner = cls(agent, store, config, on_output)
+        runner = cls(agent, store, config, on_output, **options)
         try:
             snap = msgspec.msgpack.decode(Path(path).read_bytes(), type=Snapshot)
         except msgspec.DecodeError as exc:

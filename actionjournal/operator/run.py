@@ -41,6 +41,7 @@ from actionjournal.durable.stats import JournalMetrics
 from actionjournal.durable.values import ValueCodec
 from actionjournal.durable.writer import RunWriter
 from actionjournal.operator.context import RunnerContext
+from actionjournal.operator.dead_letters import DeadLetter
 from actionjournal.operator.memory import Memory, apply_op
 from actionjournal.stores.base import JournalStore
 
@@ -52,6 +53,7 @@ class RunResult:
     outputs: list[Event]
     memory: dict[str, Any]
     marker: Marker | None  # None when the run had completed before and was fully replayed
+    dead_letter: DeadLetter | None = None  # the run failed and was dead-lettered
 
 
 @dataclass
@@ -76,9 +78,13 @@ class Run:
         memory: dict[str, Any],
         recorded: RecordedRun,
         refresh_marker: bool = False,
+        consequence: str = "",
+        redrive: int = 0,
     ) -> None:
         self.env = env
         self.refresh_marker = refresh_marker
+        self.consequence = consequence  # what happens when the run fails (its policy)
+        self.redrive = redrive  # re-drives its dead letter number ``redrive`` (0: no)
         self.key = key
         self.seq = seq
         self.input_data = input_data
@@ -239,7 +245,9 @@ class Run:
         ops: list[MemoryOp] = []
         sent: list[Event] = []
         writer = self.writer.for_action(spec.name)  # remembers failed writes, closes at the end
-        calls = ActionCalls(writer, aid, spec.name, recorded, env.config, env.values, env.counts)
+        calls = ActionCalls(
+            writer, aid, spec.name, recorded, env.config, env.values, env.counts, self.redrive
+        )
         owner = f"action {spec.name} (key {_short(self.key)}, seq {self.seq})"
         ctx = RunnerContext(
             env.agent,
@@ -259,7 +267,8 @@ class Run:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            raise self._failed(spec.name, exc, writer.failure) from exc
+            failure = writer.failure
+            raise self._failed(spec.name, exc, failure, calls) from (failure or exc)
         finally:
             ctx.close()
             writer.close()
@@ -312,20 +321,18 @@ class Run:
         return out
 
     def _failed(
-        self, action: str, exc: Exception, write_failure: Exception | None
+        self, action: str, exc: Exception, write_failure: Exception | None, calls: ActionCalls
     ) -> ActionFailedError:
         where = f"action {action} failed for key {self.key!r} seq {self.seq}"
         if write_failure is not None:
             return ActionFailedError(
                 f"{where}: a journal write of the action failed ({write_failure}); the action "
                 "fails even if its code caught that error, so nothing of it is journaled as "
-                "completed. The journal keeps its finished durable calls; they replay when the "
-                "run is retried"
+                f"completed. {self.consequence}"
             )
-        return ActionFailedError(
-            f"{where}: {exc!r}. The journal keeps its finished durable calls; they replay when "
-            "the run is retried"
-        )
+        raised = calls.failure_of(exc)
+        detail = f"{raised} raised {exc!r}" if raised else repr(exc)
+        return ActionFailedError(f"{where}: {detail}. {self.consequence}")
 
 
 async def _run_body(spec: ActionSpec, event: Event, ctx: RunnerContext) -> None:

@@ -36,6 +36,7 @@ from actionjournal.durable.calls import current_call
 from actionjournal.durable.context import CallContext
 from actionjournal.durable.errors import ActionJournalError
 from actionjournal.durable.outcomes import CallInfo, Failed, NotStarted, Outcome, Recovered
+from actionjournal.durable.retry import RetryPolicy
 
 if TYPE_CHECKING:
     import httpx
@@ -91,6 +92,10 @@ class RemoteAgentJob:
     events ``completed_event`` and ``failed_event``; a 404 from the status query
     means the thread has no run when ``not_found_is_not_started`` (the POST that
     follows then finds out whether the agent exists at all).
+
+    ``retry`` is the durable call's :class:`~actionjournal.RetryPolicy` (default: the job's
+    ``journal.retry``): it retries the whole call, with backoff, after ``retries`` quick
+    attempts of one request ran out.
     """
 
     def __init__(
@@ -108,6 +113,7 @@ class RemoteAgentJob:
         completed_event: str = "completed",
         failed_event: str = "failed",
         not_found_is_not_started: bool = True,
+        retry: RetryPolicy | None = None,
     ) -> None:
         if not completed_event or not failed_event or completed_event == failed_event:
             raise ValueError(
@@ -126,6 +132,7 @@ class RemoteAgentJob:
         self.completed_event = completed_event
         self.failed_event = failed_event
         self.not_found_is_not_started = not_found_is_not_started
+        self.retry = retry
 
     def thread_for(self, call_id: str) -> str:
         """The thread of a call: its stable call id, so a restarted process finds the same run."""
@@ -149,6 +156,7 @@ class RemoteAgentJob:
             # A failure to reach the service is no outcome of the run: not journaled, so a
             # restart asks the service (a failed run is journaled from that answer).
             record_failures=False,
+            retry=self.retry,
         )
 
     def run_sync(self, ctx: CallContext, message: Any, *, durable_id: str | None = None) -> Any:
@@ -164,6 +172,7 @@ class RemoteAgentJob:
             durable_id=durable_id,
             reconciler=self.reconcile,
             record_failures=False,
+            retry=self.retry,
         )
 
     async def reconcile(self, info: CallInfo) -> Outcome:

@@ -79,6 +79,9 @@ class JournalStore(Protocol):
     """
 
     identity: StoreIdentity
+    max_record_bytes: int | None = None
+    """The largest encoded record the store takes (Kafka: the topic's max.message.bytes);
+    ``None``: no limit of its own. Larger ones fail with ``RecordTooLargeError``."""
 
     @abstractmethod
     def append(self, record: JournalRecord) -> Marker:

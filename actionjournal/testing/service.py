@@ -3,7 +3,9 @@
 Durable calls in tests go over HTTP to this service, so "how many times did it
 run" is answered by the called system, not by our own bookkeeping.
 
-    POST /calls/<name>   body {"call_id": ..., "value": ...} -> {"value": ..., "n": <count>}
+    POST /calls/<name>   body {"call_id": ..., "value": ..., "attempt": ...}
+                         -> {"value": ..., "n": <count>}, or an HTTP error while
+                         :meth:`CountingService.fail` says so (``arrivals`` has them all)
     GET  /calls/<call_id>  -> the stored response, or 404 if the call never arrived
     GET  /counts           -> {"<call_id>": count, ...}
     POST /actions/<name>   counts one execution of action <name> (no body needed)
@@ -15,9 +17,18 @@ import json
 import threading
 import time
 from http.server import BaseHTTPRequestHandler
-from typing import Any
+from typing import Any, NamedTuple
 
 from actionjournal.testing.http import JsonHandler, LocalService
+
+
+class Arrival(NamedTuple):
+    """One call request as the service saw it: ``at`` is its wall-clock arrival time."""
+
+    call_id: str
+    name: str
+    attempt: Any
+    at: float
 
 
 class CountingService(LocalService):
@@ -27,6 +38,9 @@ class CountingService(LocalService):
         self.responses: dict[str, Any] = {}
         self.actions: dict[str, int] = {}
         """Executions of actions by name, reported by ``POST /actions/<name>``."""
+        self.arrivals: list[Arrival] = []
+        """Every call request in arrival order, failed ones too."""
+        self._failing: dict[str, tuple[int | None, int]] = {}
         self._lock = threading.Lock()
         self._gates: dict[str, threading.Event] = {}
         self._spans: list[tuple[float, float]] = []
@@ -53,6 +67,21 @@ class CountingService(LocalService):
     def actions_by_name(self) -> dict[str, int]:
         with self._lock:
             return dict(self.actions)
+
+    def fail(self, name: str, times: int | None = None, status: int = 503) -> None:
+        """Answer requests to ``name`` with HTTP ``status``: the first ``times`` of each call
+        id (``None``: all). A failed request executes nothing and is not in ``counts``."""
+        with self._lock:
+            self._failing[name] = (times, status)
+
+    def attempts(self, name: str) -> dict[str, list[Any]]:
+        """Per call id of calls to ``name``: the ``attempt`` field of each of its requests."""
+        with self._lock:
+            found: dict[str, list[Any]] = {}
+            for arrival in self.arrivals:
+                if arrival.name == name:
+                    found.setdefault(arrival.call_id, []).append(arrival.attempt)
+            return found
 
     def hold(self, name: str) -> None:
         """Make calls to ``name`` wait (in flight, unanswered) until :meth:`release`."""
@@ -89,6 +118,13 @@ class CountingService(LocalService):
                 name = self.path.rsplit("/", 1)[-1]
                 arrived = time.monotonic()
                 with service._lock:
+                    service.arrivals.append(
+                        Arrival(call_id, name, body.get("attempt"), time.time())
+                    )
+                    tried = sum(a.call_id == call_id for a in service.arrivals)
+                    times, status = service._failing.get(name, (0, 0))
+                    if times is None or tried <= times:
+                        return self._reply(status, {"error": f"{name} is failing ({status})"})
                     gate = service._gates.get(name)
                 if gate is not None:
                     gate.wait()

@@ -55,6 +55,14 @@ COMMANDS: dict[str, Node] = {
             "make recovery skip one unreadable record (an audited decision)",
         ),
     },
+    "runs": {
+        "dead-letters": Command(
+            "actionjournal.tools.runs",
+            "dead_letters_main",
+            "dead_letters_parser",
+            "the dead-lettered runs of a namespace: key, seq, error, when",
+        ),
+    },
     "cleanup": {
         "plan": Command(
             "actionjournal.tools.cleanup.cli",

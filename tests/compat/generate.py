@@ -2,12 +2,15 @@
 
     .venv/bin/python -m tests.compat.generate              # tests/compat/<FORMAT_VERSION>/
     .venv/bin/python -m tests.compat.generate --only records,state --force
+    .venv/bin/python -m tests.compat.generate --only records --add   # new record types only
 
 Run it when ``FORMAT_VERSION`` changes (records, markers, keyed state or
 snapshot layout): it writes a new directory and never touches older ones,
 which must keep passing (docs/compatibility.md). It refuses to overwrite an
 existing directory without ``--force``; regenerating a released version's
-files hides exactly the breakage these tests exist to catch.
+files hides exactly the breakage these tests exist to catch. A record type added
+within a format version gets its golden files with ``--add``, which writes only
+samples whose files are missing and leaves every existing file as it is.
 
 Parts (``--only``):
 
@@ -44,6 +47,7 @@ from actionjournal.durable.records import (
     CONTROL_KEY,
     FORMAT_VERSION,
     ActionCompleted,
+    CallAttemptFailed,
     CallFinished,
     CallsDropped,
     CallStarted,
@@ -54,6 +58,7 @@ from actionjournal.durable.records import (
     MemoryOp,
     Quarantined,
     RunCompleted,
+    RunFailed,
     StoreIdentity,
     UpgradeSkipped,
 )
@@ -155,6 +160,18 @@ def sample_records(values: ValueCodec) -> dict[str, JournalRecord]:
         "CleanupBoundary": CleanupBoundary(
             **head, key_id=CONTROL_KEY, seq=0, partition=3, position=1234, at=AT
         ),
+        "RunFailed": RunFailed(
+            **run,
+            error=sample_error(values),
+            at=AT,
+            input_digest="input-digest-5",
+            final=True,
+            input=values.encode({"order": 5}),
+            key=values.encode("customer-5"),
+        ),
+        "CallAttemptFailed": CallAttemptFailed(
+            **run, **call, attempt=1, error=sample_error(values), at=AT, retry_at=AT + 2.0
+        ),
         "Quarantined": Quarantined(
             **head,
             key_id="key-5",
@@ -168,14 +185,18 @@ def sample_records(values: ValueCodec) -> dict[str, JournalRecord]:
     }
 
 
-def write_records(out: Path) -> None:
+def write_records(out: Path, add: bool = False) -> None:
+    """Every sample record; with ``add``, only those without a file yet (others untouched)."""
     values = ValueCodec()
     directory = out / "records"
-    directory.mkdir(parents=True)
-    manifest = []
+    directory.mkdir(parents=True, exist_ok=add)
+    previous = json.loads((out / "records.json").read_text()) if add else {"records": []}
+    manifest = previous["records"]
     for name, record in sample_records(values).items():
         for signed, codec in (("unsigned", RecordCodec()), ("signed", RecordCodec(SIGNING_KEY))):
             file = f"{name}.{signed}.bin"
+            if (directory / file).exists():
+                continue
             (directory / file).write_bytes(codec.encode(record))
             manifest.append(
                 {
@@ -185,6 +206,9 @@ def write_records(out: Path) -> None:
                     "fields": msgspec.to_builtins(record),
                 }
             )
+    if add:
+        write_json(out / "records.json", {**previous, "records": manifest})
+        return
     samples = []
     for name, data in sample_values(values).items():
         file = f"value.{name}.bin"
@@ -359,7 +383,15 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", default=",".join(PARTS), help="comma-separated parts")
     parser.add_argument("--force", action="store_true", help="replace existing parts")
+    parser.add_argument(
+        "--add", action="store_true", help="records: write only the samples that have no file"
+    )
     args = parser.parse_args(argv)
+    if args.add:
+        if args.only != "records":
+            parser.error("--add goes with --only records")
+        write_records(HERE / str(FORMAT_VERSION), add=True)
+        return 0
     parts = [p for p in args.only.split(",") if p]
     unknown = set(parts) - set(PARTS)
     if unknown:

@@ -111,6 +111,7 @@ K = ["journal", "keys"]
 P = ["cleanup", "plan"]
 A = ["cleanup", "apply"]
 Q = ["journal", "quarantine"]
+D = ["runs", "dead-letters"]
 
 # (id, argv given the world's files, a part of the message)
 BAD_INPUTS = [
@@ -124,6 +125,8 @@ BAD_INPUTS = [
     ("not sqlite", lambda w: [*J, *sqlite(w["text"])], "file is not a database"),
     ("malformed page", lambda w: [*J, *sqlite(w["malformed"])], "malformed"),
     ("malformed page, keys", lambda w: [*K, *sqlite(w["malformed"])], "malformed"),
+    ("malformed page, dead letters", lambda w: [*D, *sqlite(w["malformed"])], "malformed"),
+    ("bad --since, dead letters", lambda w: [*D, *sqlite(w["journal"]), "--since", "x"], "--since"),
     (
         "malformed page, plan",
         lambda w: [*P, *sqlite(w["malformed"]), "--before", "0", "--out", str(w["dir"] / "p.json")],

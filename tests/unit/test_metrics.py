@@ -102,6 +102,7 @@ def test_normal_runs():
     assert runner.failure is None and CALLS == ["a", "b", "a", "b"]
     assert nonzero(m) == {
         "actionjournal_calls_total{outcome=executed}": 4,
+        "actionjournal_call_attempts_total{result=succeeded}": 4,
         "actionjournal_actions_total{outcome=executed}": 2,
         "actionjournal_runs_total{outcome=completed}": 2,
         "actionjournal_journal_append_bytes_total{backend=memory}": memory_bytes(store),
@@ -151,6 +152,8 @@ def test_crash_then_replay_counts_replayed_calls_never_as_executions():
     assert crashed.failure is not None
     assert nonzero(crashed.metrics) == {
         "actionjournal_calls_total{outcome=executed}": 2,
+        "actionjournal_call_attempts_total{result=succeeded}": 2,
+        "actionjournal_runs_total{outcome=failed}": 1,  # on_run_failure="fail": it stops
         "actionjournal_journal_append_bytes_total{backend=memory}": memory_bytes(store),
     }
     assert count(crashed.metrics, "actionjournal_call_duration_seconds") == 2
@@ -304,6 +307,7 @@ def test_divergence_rerun():
         "actionjournal_calls_total{outcome=replayed}": 1,
         "actionjournal_calls_total{outcome=diverged}": 1,
         "actionjournal_calls_total{outcome=executed}": 1,
+        "actionjournal_call_attempts_total{result=succeeded}": 1,
         "actionjournal_actions_total{outcome=executed}": 1,
         "actionjournal_runs_total{outcome=completed}": 1,
         "actionjournal_recovery_records_total{kind=scanned}": 2,
@@ -325,6 +329,7 @@ def test_divergence_fail():
     assert nonzero(runner.metrics) == {
         "actionjournal_calls_total{outcome=replayed}": 1,
         "actionjournal_calls_total{outcome=diverged}": 1,
+        "actionjournal_runs_total{outcome=failed}": 1,
         "actionjournal_recovery_records_total{kind=scanned}": 2,
         "actionjournal_recovery_records_total{kind=applied}": 2,
     }
@@ -344,6 +349,8 @@ def test_failed_append_is_counted_and_not_timed():
     assert isinstance(runner.failure, JournalWriteError)
     assert nonzero(runner.metrics) == {
         "actionjournal_calls_total{outcome=executed}": 2,
+        "actionjournal_call_attempts_total{result=succeeded}": 2,
+        "actionjournal_runs_total{outcome=failed}": 1,
         "actionjournal_journal_append_bytes_total{backend=memory}": memory_bytes(store),
         "actionjournal_journal_append_errors_total{backend=memory}": 1,
     }

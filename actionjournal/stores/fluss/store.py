@@ -23,7 +23,12 @@ import fluss
 import pyarrow as pa
 
 from actionjournal.durable.codec import RecordCodec
-from actionjournal.durable.errors import DataLossError, JournalWriteError, StoreError
+from actionjournal.durable.errors import (
+    DataLossError,
+    JournalWriteError,
+    RecordTooLargeError,
+    StoreError,
+)
 from actionjournal.durable.records import JournalRecord, Marker, RunCompleted, StoreIdentity
 from actionjournal.stores.base import (
     Entries,
@@ -215,7 +220,8 @@ class FlussStore(JournalStore):
                 f"may not have been written and counts as not written. {self._diagnose(bucket)}"
             ) from None
         except fluss.FlussError as exc:
-            raise JournalWriteError(
+            too_large = exc.error_code == codes.RECORD_TOO_LARGE_EXCEPTION
+            raise (RecordTooLargeError if too_large else JournalWriteError)(
                 f"{what} failed: {describe(exc)}; the record counts as not written. "
                 f"{self._advice(exc, bucket)}"
             ) from None

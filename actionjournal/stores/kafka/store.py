@@ -22,7 +22,12 @@ from confluent_kafka import (
 )
 
 from actionjournal.durable.codec import RecordCodec
-from actionjournal.durable.errors import DataLossError, JournalWriteError, StoreError
+from actionjournal.durable.errors import (
+    DataLossError,
+    JournalWriteError,
+    RecordTooLargeError,
+    StoreError,
+)
 from actionjournal.durable.records import CONTROL_KEY, JournalRecord, Marker, StoreIdentity
 from actionjournal.durable.stats import note_append, note_foreign
 from actionjournal.stores.base import (
@@ -59,6 +64,7 @@ log = logging.getLogger("actionjournal.stores.kafka")
 # Record batch header (61 bytes) plus one record's framing, generously: a record this much
 # under the topic limit is never refused for size.
 _FRAMING = 128
+_PRODUCER_LIMIT = 1_000_000  # librdkafka's default message.max.bytes
 _WARN_EVERY_S = 30.0
 # Delivery reports arrive by message.timeout.ms at the latest; past this margin, stop waiting.
 _REPORT_MARGIN_S = 5.0
@@ -84,8 +90,18 @@ class _Described:
         )
 
 
+_TOO_LARGE = (KafkaError.MSG_SIZE_TOO_LARGE, KafkaError.RECORD_LIST_TOO_LARGE)
+
+
+def _write_error(error: KafkaError) -> type[JournalWriteError]:
+    """A record too large is refused every time: callers handle it apart from other errors."""
+    return RecordTooLargeError if error.code() in _TOO_LARGE else JournalWriteError
+
+
 class KafkaStore(MaintenanceStore):
     """Journal in a Kafka topic. Thread-safe; one instance per process is enough."""
+
+    max_record_bytes: int  # always known: the smallest of the topic's, producer's and ours
 
     def __init__(self, config: KafkaStoreConfig, codec: RecordCodec | None = None) -> None:
         self.config = config
@@ -100,15 +116,15 @@ class KafkaStore(MaintenanceStore):
         self._common = common
         topic_id, topic_limit = prepare_topic(common, config)
         self.identity = StoreIdentity("kafka", self.topic, topic_id)
-        limits = [topic_limit - _FRAMING]
+        producer_limit = int(config.client_config.get("message.max.bytes", _PRODUCER_LIMIT))
+        limits = {
+            f"topic max.message.bytes={topic_limit}": topic_limit - _FRAMING,
+            f"producer message.max.bytes={producer_limit}": producer_limit - _FRAMING,
+        }
         if config.max_record_bytes is not None:
-            limits.append(config.max_record_bytes)
-        self.max_record_bytes = min(limits)
-        self._limit_source = (
-            f"max_record_bytes={config.max_record_bytes}"
-            if self.max_record_bytes == config.max_record_bytes
-            else f"topic max.message.bytes={topic_limit}"
-        )
+            limits[f"max_record_bytes={config.max_record_bytes}"] = config.max_record_bytes
+        self._limit_source = min(limits, key=limits.__getitem__)
+        self.max_record_bytes = limits[self._limit_source]
         self._fatal: KafkaError | None = None
         self._last_warning: dict[int, float] = {}
         producer_config: dict[str, Any] = {
@@ -182,10 +198,11 @@ class KafkaStore(MaintenanceStore):
             )
         size = len(data) + len(key) + sum(len(name) + len(value) for name, value in head)
         if size > self.max_record_bytes:
-            raise JournalWriteError(
+            raise RecordTooLargeError(
                 f"{what} is {size} bytes, over the limit of "
                 f"{self.max_record_bytes} bytes ({self._limit_source}); the record is not "
-                "kept. Lower journal.max_payload_bytes below it, or raise the topic's "
+                "kept (a durable call's result this large is journaled as the call's failure "
+                "instead). Keep large data out of the journal, or raise the topic's "
                 "max.message.bytes"
             )
         delivery = Delivery()
@@ -210,7 +227,7 @@ class KafkaStore(MaintenanceStore):
                     ) from None
                 time.sleep(0.005)
             except KafkaException as exc:
-                raise JournalWriteError(
+                raise _write_error(exc.args[0])(
                     f"{what} was refused by the Kafka client: {describe(exc.args[0])}; the "
                     f"record is not kept. {advice(exc.args[0], self.config)}"
                 ) from exc
@@ -226,7 +243,7 @@ class KafkaStore(MaintenanceStore):
                 if delivery.error.code() == KafkaError._MSG_TIMED_OUT
                 else "the record counts as not written"
             )
-            raise JournalWriteError(
+            raise _write_error(delivery.error)(
                 f"Kafka did not acknowledge {what}, {len(data)} bytes: "
                 f"{describe(delivery.error)}; {fate}. {advice(delivery.error, self.config)}"
             )

@@ -27,7 +27,7 @@ from actionjournal.durable.records import (
     CONTROL_KEY,
     JournalRecord,
     Quarantined,
-    RunCompleted,
+    ends_run,
     key_digest,
 )
 from actionjournal.stores.base import MaintenanceStore
@@ -130,7 +130,7 @@ def scan_partition(
             continue  # boundaries and audits of earlier operations: not needed
         scan.epochs.add(record.epoch)
         scan.key_first.setdefault(key, item.position)
-        if isinstance(record, RunCompleted):
+        if ends_run(record):  # completed, or dead-lettered
             scan.completions.append(item.position)
         if keys is not None:
             if scan.first_needed is None:  # only the first needed record of the partition
@@ -139,7 +139,7 @@ def scan_partition(
         # Time mode: a run is contained when its RunCompleted came before the cutoff.
         run = (key, record.epoch, record.seq)
         first = scan.open_runs.setdefault(run, item.position)
-        if isinstance(record, RunCompleted):
+        if ends_run(record):
             del scan.open_runs[run]
             assert cutoff is not None
             if record.at < cutoff:

@@ -176,7 +176,7 @@ def inspect_main(argv: list[str]) -> int:
                 progress=args.progress,
             )
             _check_namespace(args, config, summary.operator_uids, summary.other_namespaces)
-            _report_unreadable(summary.unreadable)
+            report_unreadable(summary.unreadable)
             print(to_json(summary) if args.json else render_summary(summary))
             return EXIT_OK
         seq = args.run
@@ -195,7 +195,7 @@ def inspect_main(argv: list[str]) -> int:
             since=since,
             progress=args.progress,
         )
-    _report_unreadable(doc.unreadable)
+    report_unreadable(doc.unreadable)
     if seq is not None:
         doc.runs = [r for r in doc.runs if r.seq == seq]
         doc.runs_total = len(doc.runs)
@@ -224,7 +224,7 @@ def keys_main(argv: list[str]) -> int:
             since=since,
             progress=args.progress,
         )
-    _report_unreadable(doc.unreadable)
+    report_unreadable(doc.unreadable)
     if not doc.keys_total and since is None:
         raise ToolError(f"namespace {args.namespace!r} has no keys in {describe(config)}")
     print(to_json(doc) if args.json else render_keys(doc))
@@ -264,7 +264,7 @@ def _run_of(
     found, skipped = find_ids(
         store, args.namespace, args.operator_uid, attribute, prefix, args.progress
     )
-    _report_unreadable(skipped)
+    report_unreadable(skipped)
     if not found:
         raise ToolError(
             f"no record of {what} {prefix} in namespace {args.namespace!r} of {describe(config)}"
@@ -316,7 +316,7 @@ def _no_runs(
     )
 
 
-def _report_unreadable(skipped: list[Unreadable]) -> None:
+def report_unreadable(skipped: list[Unreadable]) -> None:
     for bad in skipped[:10]:
         warn(f"skipped {describe_unreadable(bad)}")
     if len(skipped) > 10:

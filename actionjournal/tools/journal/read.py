@@ -14,8 +14,8 @@ from actionjournal.durable.records import (
     CleanupBoundary,
     JournalRecord,
     Quarantined,
-    RunCompleted,
     UpgradeSkipped,
+    ends_run,
 )
 from actionjournal.durable.values import ValueCodec
 from actionjournal.stores.base import MaintenanceStore, ScannedRecord
@@ -207,7 +207,7 @@ def keys_document(
             tally.uids.add(item.operator_uid)
             run = (item.operator_uid, record.epoch, record.seq)
             tally.runs.add(run)
-            if isinstance(record, RunCompleted):
+            if ends_run(record):
                 tally.finished.add(run)
             tally.records += 1
             tally.size += item.size
@@ -291,7 +291,7 @@ def summary_document(
             keys.add(record.key_id)
             run = (item.operator_uid, record.key_id, record.epoch, record.seq)
             runs.add(run)
-            if isinstance(record, RunCompleted):
+            if ends_run(record):
                 finished.add(run)
         summary = PartitionSummary(
             partition=p,

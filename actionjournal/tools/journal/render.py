@@ -80,8 +80,8 @@ def _call_line(call: CallDoc) -> str:
         text += f"  -> {outcome['value']} ({fmt_bytes(outcome['value_bytes'])})"
     if call.reconciled:
         text += "  [reconciled]"
-    if call.attempt > 1:
-        text += f"  attempt {call.attempt}"
+    if call.attempt > 0:
+        text += f"  attempt {call.attempt + 1}"
     return text + f"  [call id {call.call_id[:12]}]"
 
 

@@ -12,11 +12,13 @@ from typing import Any
 from actionjournal.durable.records import (
     CONTROL_KEY,
     ActionCompleted,
+    CallAttemptFailed,
     CallFinished,
     CallsDropped,
     CallStarted,
     JournalRecord,
     RunCompleted,
+    RunFailed,
 )
 from actionjournal.durable.values import ValueCodec
 from actionjournal.stores.base import ScannedRecord
@@ -30,8 +32,17 @@ class _Call:
     index: int
     started: CallStarted | None = None
     finished: CallFinished | None = None
+    failed: CallAttemptFailed | None = None  # the last failed attempt that was to be retried
     size: int = 0
     dropped: bool = False
+
+    @property
+    def attempt(self) -> int:
+        """The last attempt journaled (0: the first)."""
+        return max(
+            (r.attempt for r in (self.started, self.failed, self.finished) if r is not None),
+            default=0,
+        )
 
 
 @dataclass
@@ -55,6 +66,7 @@ class Run:
     last_position: int
     actions: dict[str, _Action] = field(default_factory=dict)
     completed: RunCompleted | None = None
+    failed: RunFailed | None = None  # its last RunFailed (a dead letter when final)
     records: int = 0
     size: int = 0
     first_at: float | None = None
@@ -99,6 +111,9 @@ def build_runs(partition: int, items: list[ScannedRecord]) -> list[Run]:
         if isinstance(record, RunCompleted):
             run.completed = record
             continue
+        if isinstance(record, RunFailed):
+            run.failed = record
+            continue
         _add_to_action(run, record, item.size, started)
     return sorted(runs.values(), key=lambda r: (r.first_position, r.seq))
 
@@ -123,11 +138,14 @@ def _add_to_action(run: Run, record: Any, size: int, started: float | None) -> N
             call = action.calls[record.index] = _Call(record.index)
         call.started = record
         call.size += size
-    elif isinstance(record, CallFinished):
+    else:  # CallFinished or CallAttemptFailed: the outcome of an attempt
         call = action.calls.get(record.index)
         if call is None or call.dropped:
             call = action.calls[record.index] = _Call(record.index)
-        call.finished = record
+        if isinstance(record, CallAttemptFailed):
+            call.failed, call.finished = record, None
+        else:
+            call.finished = record
         call.size += size
 
 
@@ -144,6 +162,11 @@ def _preview(values: ValueCodec, data: bytes | None) -> str:
 def call_status(call: _Call, action_completed: bool) -> str:
     if call.dropped:
         return "dropped"
+    failed = call.failed
+    if call.finished is None and failed is not None:
+        if call.started is not None and call.started.attempt > failed.attempt:
+            return "unknown"
+        return "retrying" if failed.retry_at is not None else "gave up (for this try of the run)"
     if call.finished is None:
         return "unknown"  # started, no outcome: a reconciler or the policy decides on recovery
     if call.finished.error is not None:
@@ -152,9 +175,12 @@ def call_status(call: _Call, action_completed: bool) -> str:
 
 
 def _call_doc(call: _Call, action_completed: bool, values: ValueCodec) -> CallDoc:
-    head = call.finished or call.started
+    head = call.finished or call.started or call.failed
     assert head is not None
     outcome: dict[str, Any] | None = None
+    if call.finished is None and call.failed is not None:
+        failed = call.failed.error
+        outcome = {"error": {"type": failed.type, "message": failed.message}}
     if call.finished is not None:
         error = call.finished.error
         outcome = (
@@ -171,7 +197,7 @@ def _call_doc(call: _Call, action_completed: bool, values: ValueCodec) -> CallDo
         function_id=head.function_id,
         durable_id=head.durable_id,
         call_id=head.call_id,
-        attempt=call.started.attempt if call.started else 0,
+        attempt=call.attempt,
         started_at=call.started.at if call.started else None,
         finished_at=call.finished.at if call.finished else None,
         duration_s=call.finished.duration if call.finished else None,
@@ -205,13 +231,16 @@ def run_doc(run: Run, values: ValueCodec) -> RunDoc:
             )
         )
     done_run = run.completed
+    status = "finished" if done_run else "in flight"
+    if done_run is None and run.failed is not None:
+        status = "dead-lettered" if run.failed.final else "in flight (a try failed)"
     return RunDoc(
         key_id=run.key_id,
         operator_uid=run.operator_uid,
         epoch=run.epoch,
         seq=run.seq,
         partition=run.partition,
-        status="finished" if done_run else "in flight",
+        status=status,
         started_at=run.first_at,
         completed_at=done_run.at if done_run else None,
         duration_s=(done_run.at - run.first_at) if done_run and run.first_at is not None else None,
