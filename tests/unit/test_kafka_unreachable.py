@@ -26,7 +26,9 @@ def test_an_unreachable_broker_is_one_line_naming_it(bootstrap, says):
     assert done.returncode == 1
     lines = done.stderr.splitlines()
     assert len(lines) == 1, done.stderr[:2000]
-    assert lines[0].startswith(f"error: cannot reach the Kafka brokers at {bootstrap}: ")
+    assert lines[0].startswith(
+        f"error: cannot reach the Kafka brokers at {bootstrap} (describing topic t): "
+    )
     assert says in lines[0]
 
 

@@ -40,8 +40,9 @@ class Admin:
         if error.code() in _UNREACHABLE:
             self._failures.append((time.monotonic(), error))
 
-    def result(self, future: Future[T]) -> T:
-        """``future.result()``, or a StoreError as soon as no broker answers."""
+    def result(self, future: Future[T], doing: str) -> T:
+        """``future.result()``, or a StoreError naming what it was ``doing`` as soon as no
+        broker answers."""
         while True:
             try:
                 return future.result(timeout=0.1)
@@ -58,7 +59,8 @@ class Admin:
                     failures[-1][1],
                 )
                 raise StoreError(
-                    f"cannot reach the Kafka brokers at {self.bootstrap}: {connect.str()}. "
+                    f"cannot reach the Kafka brokers at {self.bootstrap} ({doing}): "
+                    f"{connect.str()}. "
                     "Check bootstrap_servers (--bootstrap) and that the brokers are up"
                 )
 
@@ -107,7 +109,7 @@ def partition_count(settings: dict[str, Any], topic: str, timeout_s: float) -> i
     admin = Admin(settings)
     try:
         futures = admin.client.describe_topics(TopicCollection([topic]), request_timeout=timeout_s)
-        return len(admin.result(futures[topic]).partitions)
+        return len(admin.result(futures[topic], f"describing topic {topic}").partitions)
     except KafkaException as exc:
         error = exc.args[0]
         if error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
@@ -134,7 +136,7 @@ def delete_records(
             operation_timeout=config.admin_timeout_s,
         )
         for future in futures.values():
-            admin.result(future)
+            admin.result(future, f"deleting records of topic {config.topic} partition {partition}")
     except KafkaException as exc:
         error = exc.args[0]
         raise StoreError(
@@ -151,7 +153,7 @@ def _describe_topic(admin: Admin, config: KafkaStoreConfig) -> Any:
             TopicCollection([config.topic]), request_timeout=config.admin_timeout_s
         )
         try:
-            return admin.result(futures[config.topic])
+            return admin.result(futures[config.topic], f"describing topic {config.topic}")
         except KafkaException as exc:
             if exc.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
                 return None
@@ -168,7 +170,7 @@ def _create_topic(admin: Admin, config: KafkaStoreConfig) -> None:
         operation_timeout=config.admin_timeout_s,
     )
     try:
-        admin.result(futures[config.topic])
+        admin.result(futures[config.topic], f"creating topic {config.topic}")
     except KafkaException as exc:
         error = exc.args[0]
         if error.code() == KafkaError.TOPIC_ALREADY_EXISTS:
@@ -203,7 +205,9 @@ def _topic_limit(admin: Admin, config: KafkaStoreConfig) -> int:
     resource = ConfigResource(ConfigResource.Type.TOPIC, config.topic)
     try:
         futures = admin.client.describe_configs([resource], request_timeout=config.admin_timeout_s)
-        entry = admin.result(futures[resource])["max.message.bytes"]
+        entry = admin.result(futures[resource], f"reading topic {config.topic}'s settings")[
+            "max.message.bytes"
+        ]
         return int(entry.value)
     except (KafkaException, KeyError, ValueError, TypeError) as exc:
         log.warning(
