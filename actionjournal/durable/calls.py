@@ -361,15 +361,16 @@ class ActionCalls:
                 self.counts.call_executed(time.perf_counter() - clock)
                 tries = attempt - round_start + 1
                 if tries < retry.max_attempts and retry.retries(exc):
-                    retry_at = time.time() + retry.wait(tries)
+                    wait = retry.wait(tries)
+                    retry_at = time.time() + wait
                     yield self._attempt_failed(
                         index, fid, digest, cid, opts, attempt, exc, retry_at
                     )
                     self.counts.attempt("retried")
                     log.warning(
                         "durable call %s (call id %s) attempt %d of %d failed with %r; the next "
-                        "attempt starts in %.3g s",
-                        fid, cid, tries, retry.max_attempts, exc, retry_at - time.time(),
+                        "attempt starts %.3g s after the failure",
+                        fid, cid, tries, retry.max_attempts, exc, wait,
                     )  # fmt: skip
                     attempt += 1
                     continue
