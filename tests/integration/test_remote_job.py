@@ -536,7 +536,9 @@ def test_killed_mid_run_on_another_shape_is_asked_not_reposted(shape, tmp_path, 
     assert len(service.turns) == N_INPUTS
     assert set(service.turns.values()) == set(service.posts.values()) == {1}
     assert "running" in seen and counts(restored)["reconciled"] >= 1
-    assert seen.count("completed") == 0, "a configured end event was not recognised"
+    # A stream whose configured end event is not recognised settles from the status query
+    # and warns; a later status probe answering "completed" is fine (runs are released).
+    assert "ended after event" not in restored.stderr, restored.stderr[-2000:]
     assert outputs(tmp_path) == outputs(uninterrupted)
 
 
