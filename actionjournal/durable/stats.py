@@ -155,6 +155,18 @@ class JournalMetrics:
             ["guard", "level"],
             registry=r,
         )
+        self.run_wakeups = Counter(
+            "actionjournal_run_wakeups",
+            "Flink operator: finished runs reported to the operator as they finished, which "
+            "emits them at once",
+            registry=r,
+        )
+        self.run_polls = Counter(
+            "actionjournal_run_polls",
+            "Flink operator: timers that looked at a key's run and found it still running "
+            "(each costs a round trip to the Python worker)",
+            registry=r,
+        )
         # Every label value exists from the start, so dashboards and tests see zeros.
         self._call = {o: self.calls.labels(o) for o in CALL_OUTCOMES}
         self._action = {o: self.actions.labels(o) for o in ACTION_OUTCOMES}
@@ -185,6 +197,8 @@ class JournalMetrics:
         self._series.append(("actionjournal_foreign_records_total", {}, self.foreign_records))
         self._series.append(("actionjournal_call_retries_total", {}, self.retries))
         self._series.append(("actionjournal_call_backoff_seconds_total", {}, self.backoff_seconds))
+        self._series.append(("actionjournal_run_wakeups_total", {}, self.run_wakeups))
+        self._series.append(("actionjournal_run_polls_total", {}, self.run_polls))
         self._lock = threading.Lock()
 
     # -- reporting --------------------------------------------------------------------
@@ -211,6 +225,12 @@ class JournalMetrics:
 
     def run(self, outcome: str) -> None:
         self._run[outcome].inc()
+
+    def run_woken(self) -> None:
+        self.run_wakeups.inc()
+
+    def run_polled(self) -> None:
+        self.run_polls.inc()
 
     def appended(self, backend: str, nbytes: int, seconds: float) -> None:
         children = self._backends.get(backend) or self._backend(backend)

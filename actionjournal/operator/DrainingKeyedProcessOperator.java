@@ -11,21 +11,40 @@
  * Timers reach Python without their timestamp: the agent emits every output from a timer,
  * and PyFlink stamps what a timer emits with the timer's time (Long.MAX_VALUE for the
  * end-of-input drain, which a Kafka broker rejects). Outputs then carry no timestamp.
+ *
+ * Finished runs are pushed, not polled for: the Python function reports each finished run's
+ * key (RunWakeups.java), and the operator fires that key's timer at once and finishes the
+ * bundle, so the run's outputs leave within milliseconds however long it took. The timers
+ * the Python function registers itself only resume keys after a restore.
  */
 package io.actionjournal.flink;
 
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
+import org.apache.flink.api.common.typeutils.TypeSerializer;
 import org.apache.flink.api.java.typeutils.RowTypeInfo;
 import org.apache.flink.configuration.Configuration;
+import org.apache.flink.core.memory.DataInputDeserializer;
+import org.apache.flink.runtime.state.VoidNamespace;
 import org.apache.flink.streaming.api.functions.python.DataStreamPythonFunctionInfo;
 import org.apache.flink.streaming.api.operators.InternalTimer;
 import org.apache.flink.streaming.api.operators.TimerHeapInternalTimer;
 import org.apache.flink.streaming.api.operators.python.process.AbstractExternalDataStreamPythonFunctionOperator;
 import org.apache.flink.streaming.api.operators.python.process.ExternalPythonKeyedProcessOperator;
+import org.apache.flink.streaming.api.utils.PythonTypeUtils;
 import org.apache.flink.types.Row;
 
 public class DrainingKeyedProcessOperator<OUT> extends ExternalPythonKeyedProcessOperator<OUT> {
     private static final long serialVersionUID = 1L;
+
+    /** Job parameter: "port token" of the socket the Python function reports finished runs on. */
+    public static final String WAKEUPS = "actionjournal.wakeups";
+
+    private transient RunWakeups wakeups;
+    private transient TypeSerializer<Row> keySerializer;
+    private transient boolean finished;
 
     public DrainingKeyedProcessOperator(
             Configuration config,
@@ -33,6 +52,59 @@ public class DrainingKeyedProcessOperator<OUT> extends ExternalPythonKeyedProces
             RowTypeInfo inputTypeInfo,
             TypeInformation<OUT> outputTypeInfo) {
         super(config, functionInfo, inputTypeInfo, outputTypeInfo);
+    }
+
+    @Override
+    public void open() throws Exception {
+        keySerializer =
+                PythonTypeUtils.TypeInfoToSerializerConverter.typeInfoSerializerConverter(
+                        new RowTypeInfo(((RowTypeInfo) getInputTypeInfo()).getTypeAt(0)));
+        int priority = getOperatorConfig().getChainIndex();
+        wakeups =
+                new RunWakeups(
+                        getContainingTask().getMailboxExecutorFactory().createExecutor(priority),
+                        this::emitFinishedRuns);
+        super.open(); // starts the Python function, which connects to wakeups
+    }
+
+    @Override
+    public Map<String, String> getInternalParameters() {
+        Map<String, String> parameters = new HashMap<>(super.getInternalParameters());
+        if (wakeups != null) {
+            parameters.put(WAKEUPS, wakeups.address());
+        }
+        return parameters;
+    }
+
+    /** On the task thread: each key's timer fires now, and the bundle finishes now. */
+    private void emitFinishedRuns(List<byte[]> keys) throws Exception {
+        if (finished) {
+            return; // the end of input drained every run
+        }
+        DataInputDeserializer in = new DataInputDeserializer();
+        for (byte[] key : keys) {
+            in.setBuffer(key);
+            Row row = keySerializer.deserialize(in);
+            onProcessingTime(new TimerHeapInternalTimer<>(Long.MIN_VALUE, row, VoidNamespace.INSTANCE));
+        }
+        invokeFinishBundle();
+    }
+
+    @Override
+    public void finish() throws Exception {
+        finished = true;
+        super.finish();
+    }
+
+    @Override
+    public void close() throws Exception {
+        try {
+            if (wakeups != null) {
+                wakeups.close();
+            }
+        } finally {
+            super.close();
+        }
     }
 
     @Override

@@ -36,4 +36,5 @@ class AgentsConfig(BaseModel):
     """``retry-then-dead-letter``: task restarts a failing run gets before it is dead-lettered
     (keep it below the job's restart strategy attempts)."""
     stats_file: str | None = None
-    """When set, each subtask appends its call counts here as a JSON line when it closes."""
+    """When set, each subtask appends its call counts, and how it found finished runs
+    (``run_wakeups``, ``run_polls``), here as a JSON line when it closes."""

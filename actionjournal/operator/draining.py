@@ -7,7 +7,9 @@ keyed state written in that bundle without its timers: after a restore from it, 
 whose new pending input was in that bundle is never resumed (unless it gets more input).
 ``DrainingKeyedProcessOperator.java`` (next to this file) registers those timers right
 after the flush, and hands timers to Python without their timestamp so that outputs do
-not carry a timer's time. It is compiled on demand (:mod:`actionjournal.operator.javac`).
+not carry a timer's time; with ``RunWakeups.java`` it also takes the keys of finished runs
+from the Python function and fires their timers at once (:mod:`actionjournal.operator.
+wakeups`). Both are compiled on demand (:mod:`actionjournal.operator.javac`).
 
 Without a JDK, the binding falls back to one element per bundle (a bundle of one finishes
 inside processElement, so its timers are registered before the next barrier is read):
@@ -24,6 +26,7 @@ from pyflink.java_gateway import get_gateway
 from actionjournal.operator import javac
 
 SOURCE = Path(__file__).with_name("DrainingKeyedProcessOperator.java")
+WAKEUPS_SOURCE = SOURCE.with_name("RunWakeups.java")
 PYFLINK_OPERATOR = (
     "org.apache.flink.streaming.api.operators.python.process.ExternalPythonKeyedProcessOperator"
 )
@@ -31,7 +34,7 @@ PYFLINK_OPERATOR = (
 
 def operator_jar() -> Path:
     """The compiled operator for the installed PyFlink, built on first use."""
-    return javac.compiled_jar(SOURCE)
+    return javac.compiled_jar(SOURCE, companions=[WAKEUPS_SOURCE])
 
 
 def install(env: StreamExecutionEnvironment, stream: DataStream, jar: Path) -> None:

@@ -7,11 +7,13 @@ snapshot hooks, so nothing here waits for a checkpoint and a checkpoint never
 waits for a run: runs execute on a background event loop, and timers collect
 finished runs on the element-processing thread, where state may be touched.
 
-Timers do double duty. A processing-time timer polls for finished runs while a
-key has pending input, and because Flink checkpoints timers, the same timer
-fires after a restore and resumes the key's pending runs through replay. An
-event-time timer at the end of time fires when a bounded input ends and drains
-the key's remaining runs before the job finishes.
+A finished run is pushed: its key goes to the draining operator over a loopback
+socket (:mod:`~actionjournal.operator.wakeups`), which fires the key's timer at once.
+A processing-time timer per busy key stays armed a second ahead all the same: Flink
+checkpoints timers, so it fires after a restore and resumes the key's pending runs
+through replay. Without the draining operator that timer also polls for finished
+runs. An event-time timer at the end of time fires when a bounded input ends and
+drains the key's remaining runs before the job finishes.
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ from actionjournal.operator.config import AgentsConfig
 from actionjournal.operator.dead_letters import DeadLetter
 from actionjournal.operator.engine import AgentEngine, KeyState
 from actionjournal.operator.run import RunResult
+from actionjournal.operator.wakeups import RunWakeups
 from actionjournal.stores.base import JournalStore
 from actionjournal.stores.config import open_store
 
@@ -243,14 +246,26 @@ class AgentFunction(KeyedProcessFunction):
         self._runs: dict[str, concurrent.futures.Future[RunResult]] = {}
         self._started: dict[str, float] = {}  # when each key's current run started
         self._typical_s = self.config.poll_interval_ms / 1000  # recent run duration (EWMA)
+        # PyFlink 2.3 internals: the keyed state backend knows the current key as Flink
+        # serializes it, which is how the operator takes it back (RunWakeups.java).
+        self._keys: Any = getattr(runtime_context, "_keyed_state_backend", None)
+        self._wakeups = RunWakeups.connect(runtime_context) if self._keys is not None else None
+        self._resume_at: dict[str, int] = {}  # with wake-ups: each busy key's timer, in ms
 
     def close(self) -> None:
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=10)
+        if self._wakeups is not None:
+            self._wakeups.close()
         self.store.close()
         if self.config.stats_file:
+            counts = self.engine.counts
+            line = counts.as_dict() | {
+                name: int(counts.value(f"actionjournal_{name}_total"))
+                for name in ("run_wakeups", "run_polls")
+            }
             with open(self.config.stats_file, "a") as f:
-                f.write(json.dumps(self.engine.counts.as_dict()) + "\n")
+                f.write(json.dumps(line) + "\n")
 
     def process_element(self, value: Any, ctx: KeyedProcessFunction.Context) -> Iterator[Any]:
         key = ctx.get_current_key()
@@ -258,7 +273,7 @@ class AgentFunction(KeyedProcessFunction):
         idle = key_id not in self._runs
         state = self.engine.accept(self._load(), value, key_id)
         self._save(state)
-        if idle:  # a busy key is already being polled; its next input starts from on_timer
+        if idle:  # a busy key starts its next input when its run is collected (on_timer)
             self._start(key, key_id, state)
             self._arm(ctx, key_id)
         return iter(())
@@ -271,6 +286,7 @@ class AgentFunction(KeyedProcessFunction):
         drain = ctx.time_domain() == TimeDomain.EVENT_TIME
         run = self._runs.get(key_id)
         if run is not None and not run.done() and not drain:
+            self.engine.counts.run_polled()
             self._arm(ctx, key_id)  # still running: look again later, without touching state
             return
         state = self._load()
@@ -292,36 +308,57 @@ class AgentFunction(KeyedProcessFunction):
                 self._start(key, key_id, state)
         if state.pending:
             self._arm(ctx, key_id)
+        else:
+            self._disarm(ctx, key_id)
         self._metrics.sync()
 
     def _start(self, key: Any, key_id: str, state: KeyState) -> concurrent.futures.Future:
         run = self._runs.get(key_id)
         if run is None:
             started = self._started[key_id] = time.monotonic()
+            key_bytes = self._keys._encoded_current_key if self._wakeups else b""
             coroutine = self.engine.run_next(key, key_id, state)
             run = self._runs[key_id] = asyncio.run_coroutine_threadsafe(coroutine, self._loop)
-            run.add_done_callback(lambda _: self._note_duration(time.monotonic() - started))
+            run.add_done_callback(lambda _: self._finished(key_bytes, started))
         return run
 
-    def _note_duration(self, seconds: float) -> None:
-        # On the loop thread; a lost update between threads only blurs an estimate.
-        self._typical_s += 0.2 * (seconds - self._typical_s)
+    def _finished(self, key_bytes: bytes, started: float) -> None:
+        """On the loop thread (or this one, for a run done at once): push the key, learn."""
+        if self._wakeups is not None:
+            self._wakeups.send(key_bytes)
+            self.engine.counts.run_woken()
+        # A lost update between threads only blurs an estimate.
+        self._typical_s += 0.2 * (time.monotonic() - started - self._typical_s)
 
     def _arm(self, ctx: Any, key_id: str) -> None:
-        """Look for the key's finished run when runs usually finish, then less and less often.
+        """Keep a timer for a busy key: it resumes the key after a restore and, without
+        wake-ups, looks for the finished run.
 
-        Every poll costs a round trip to this worker (a bundle of its own, see
-        ``get_execution_environment``), so a poll that finds the run still going is pure
-        cost: the first one waits for the typical run duration, later ones a quarter of
-        the time the run has taken so far (at most 25% added latency, capped).
+        With wake-ups the timer stays about a second ahead (one per key, re-armed when it
+        fires). Without, every poll costs a round trip to this worker, so a poll that
+        finds the run still going is pure cost: the first one waits for the typical run
+        duration, later ones a quarter of the time the run has taken so far (at most 25%
+        added latency, capped).
         """
+        timers = ctx.timer_service()
+        timers.register_event_time_timer(END_OF_TIME)
+        now = timers.current_processing_time()
+        if self._wakeups is not None and self._wakeups.alive:
+            if self._resume_at.get(key_id, 0) <= now:  # none armed, or it has fired
+                self._resume_at[key_id] = now + MAX_POLL_MS
+                timers.register_processing_time_timer(now + MAX_POLL_MS)
+            return
         elapsed = time.monotonic() - self._started[key_id]
         left = self._typical_s - elapsed
         delay_ms = 1000 * (left if left > 0 else elapsed / 4)
         delay_ms = min(max(delay_ms, self.config.poll_interval_ms), MAX_POLL_MS)
-        timers = ctx.timer_service()
-        timers.register_processing_time_timer(timers.current_processing_time() + int(delay_ms))
-        timers.register_event_time_timer(END_OF_TIME)
+        timers.register_processing_time_timer(now + int(delay_ms))
+
+    def _disarm(self, ctx: Any, key_id: str) -> None:
+        """The key is idle: its resume timer would only find nothing to do."""
+        at = self._resume_at.pop(key_id, None)
+        if at is not None and at > ctx.timer_service().current_processing_time():
+            ctx.timer_service().delete_processing_time_timer(at)
 
     def _load(self) -> KeyState:
         data = self._state.value()

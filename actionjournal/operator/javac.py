@@ -34,13 +34,18 @@ class JavaUnavailable(Exception):
     """A Java source could not be compiled here; the message says why."""
 
 
-def compiled_jar(source: Path, classpath: Sequence[Path] = ()) -> Path:
+def compiled_jar(
+    source: Path, classpath: Sequence[Path] = (), companions: Sequence[Path] = ()
+) -> Path:
     """The jar of ``source`` compiled for the installed PyFlink, built on first use.
 
-    ``classpath`` adds jars beyond PyFlink's own (``lib/*`` and ``opt/flink-python``).
+    ``classpath`` adds jars beyond PyFlink's own (``lib/*`` and ``opt/flink-python``);
+    ``companions`` are further sources compiled into the same jar (classes it uses).
     """
+    sources = [source, *companions]
     against = " ".join([PYFLINK_VERSION, *(path.name for path in classpath)])
-    digest = hashlib.sha256(source.read_bytes() + against.encode()).hexdigest()[:12]
+    code = b"".join(path.read_bytes() for path in sources)
+    digest = hashlib.sha256(code + against.encode()).hexdigest()[:12]
     jar = cache_dir("flink") / f"{_jar_stem(source)}-{PYFLINK_VERSION}-{digest}.jar"
     if jar.exists():
         return jar
@@ -52,10 +57,11 @@ def compiled_jar(source: Path, classpath: Sequence[Path] = ()) -> Path:
         classes = Path(tmp) / "classes"
         command = [javac, "-nowarn", "--release", "11", "-cp", os.pathsep.join(paths)]
         done = subprocess.run(
-            [*command, "-d", str(classes), str(source)], capture_output=True, text=True
+            [*command, "-d", str(classes), *map(str, sources)], capture_output=True, text=True
         )
         if done.returncode != 0:
-            raise JavaUnavailable(f"javac failed on {source.name}: {done.stderr.strip()[-2000:]}")
+            names = ", ".join(path.name for path in sources)
+            raise JavaUnavailable(f"javac failed on {names}: {done.stderr.strip()[-2000:]}")
         built = Path(tmp) / jar.name
         with zipfile.ZipFile(built, "w") as out:
             for path in sorted(classes.rglob("*.class")):

@@ -1,0 +1,65 @@
+"""Tell the agent operator at once that a key's run finished (the Python side of
+``RunWakeups.java``).
+
+A PyFlink function emits only while it handles an element or a timer that Flink sent it;
+a run finishes in between, on a thread of its own. The draining operator listens on a
+loopback socket (its job parameter ``actionjournal.wakeups``: port and token); each
+finished run's key sent there makes it fire the key's timer now and finish the bundle, so
+the run's outputs leave within milliseconds instead of at the next poll.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import struct
+import threading
+from typing import Any
+
+log = logging.getLogger(__name__)
+PARAMETER = "actionjournal.wakeups"  # DrainingKeyedProcessOperator.WAKEUPS
+
+
+class RunWakeups:
+    """One connection per Python function instance; :meth:`send` is thread-safe."""
+
+    def __init__(self, address: str) -> None:
+        port, token = address.split(" ")
+        self._socket = socket.create_connection(("127.0.0.1", int(port)), timeout=10)
+        self._socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._socket.sendall(token.encode("ascii"))
+        self._lock = threading.Lock()
+        self.alive = True
+
+    @classmethod
+    def connect(cls, runtime_context: Any) -> RunWakeups | None:
+        """The operator's wake-up socket, or None (PyFlink's own operator, or no connection:
+        then finished runs are found by polling, as without the draining operator)."""
+        address = runtime_context.get_job_parameter(PARAMETER, None)
+        if address is None:
+            return None
+        try:
+            return cls(address)
+        except OSError as exc:
+            log.warning(
+                "cannot connect to the agent operator's wake-up socket (%s): finished runs "
+                "are found by polling instead, later by up to a quarter of their duration",
+                exc,
+            )
+            return None
+
+    def send(self, key: bytes) -> None:
+        """Report a finished run of ``key`` (the key as Flink serializes it)."""
+        with self._lock:
+            if not self.alive:
+                return
+            try:
+                self._socket.sendall(struct.pack(">i", len(key)) + key)
+            except OSError as exc:  # the operator closed (job ending): back to polling
+                self.alive = False
+                log.debug("wake-up socket closed: %s", exc)
+
+    def close(self) -> None:
+        with self._lock:
+            self.alive = False
+            self._socket.close()

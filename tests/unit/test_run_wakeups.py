@@ -1,0 +1,58 @@
+"""The Python side of the wake-up socket (RunWakeups.java reads what these tests read):
+the token first, then each finished run's key as a big-endian length and the key bytes."""
+
+from __future__ import annotations
+
+import logging
+import socket
+import struct
+
+from actionjournal.operator.wakeups import PARAMETER, RunWakeups
+
+
+class Context:
+    def __init__(self, parameters: dict[str, str]) -> None:
+        self.parameters = parameters
+
+    def get_job_parameter(self, key: str, default: str | None) -> str | None:
+        return self.parameters.get(key, default)
+
+
+def read_exactly(conn: socket.socket, n: int) -> bytes:
+    data = b""
+    while len(data) < n:
+        chunk = conn.recv(n - len(data))
+        assert chunk, "the sender closed early"
+        data += chunk
+    return data
+
+
+def test_sends_the_token_then_each_key_framed():
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        port = server.getsockname()[1]
+        token = "ab" * 16
+        wakeups = RunWakeups.connect(Context({PARAMETER: f"{port} {token}"}))
+        assert wakeups is not None
+        conn, _ = server.accept()
+        with conn:
+            wakeups.send(b"\x00key-1")
+            wakeups.send(b"")
+            assert read_exactly(conn, 32) == token.encode()
+            (n,) = struct.unpack(">i", read_exactly(conn, 4))
+            assert read_exactly(conn, n) == b"\x00key-1"
+            assert struct.unpack(">i", read_exactly(conn, 4)) == (0,)
+        wakeups.close()
+        assert not wakeups.alive
+        wakeups.send(b"after close")  # ignored: the timers still find the run
+
+
+def test_without_the_operator_parameter_runs_are_polled_for():
+    assert RunWakeups.connect(Context({})) is None
+
+
+def test_an_unreachable_operator_falls_back_to_polling_with_a_warning(caplog):
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        port = server.getsockname()[1]
+    with caplog.at_level(logging.WARNING, logger="actionjournal.operator.wakeups"):
+        assert RunWakeups.connect(Context({PARAMETER: f"{port} {'00' * 16}"})) is None
+    assert "found by polling instead" in caplog.text
