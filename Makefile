@@ -1,5 +1,6 @@
 # make demo   - set up .venv and run the crash-and-recover demo: a PyFlink job on SQLite
-# make test   - set up .venv and run the whole suite (starts a local Kafka broker and Fluss cluster)
+# make test   - set up .venv and run the whole suite (starts a local Kafka broker, Fluss cluster
+#               and Flink session cluster)
 # make test-fast - unit tests only, no services, no Flink
 # make typecheck - mypy (strict on actionjournal/durable and /stores, plain on the rest; run by make test)
 # make bench  - benchmarks (starts Kafka and PostgreSQL itself) and docs/performance.md;
@@ -31,7 +32,7 @@ test: $(STAMP) typecheck
 	$(BIN)/python -m pytest -q
 
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not slow and not kafka and not fluss and not flink"
+	$(BIN)/python -m pytest -q -m "not slow and not kafka and not fluss and not flink and not cluster"
 
 # mypy: strict on actionjournal/durable and actionjournal/stores, plain on the rest (pyproject.toml)
 typecheck: $(STAMP)

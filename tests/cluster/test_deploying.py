@@ -1,0 +1,225 @@
+"""The agent job of docs/deploying.md on a real Flink session cluster, Kafka in and Kafka
+out: a TaskManager killed with calls in flight, and savepoints restored at parallelism 3,
+then 1. Executions are counted by the HTTP service the agent calls; outputs are read
+back by ``read_committed`` (and, for comparison, ``read_uncommitted``) consumers.
+
+Each test submits real jobs (tens of seconds each on 2 cores), so there are few.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import pytest
+
+from actionjournal.dev.process import alive, cmdline
+from actionjournal.testing.service import CountingService
+from tests.cluster.conftest import (
+    Shell,
+    TopicReader,
+    agent_taskmanagers,
+    cancel_quietly,
+    create_topics,
+    doc_block,
+    job_id,
+    produce,
+    savepoint_path,
+    vertex_states,
+    wait_running,
+)
+
+pytestmark = [pytest.mark.cluster, pytest.mark.flink, pytest.mark.kafka, pytest.mark.slow]
+CUSTOMERS = 8
+
+
+def orders(first: int, count: int) -> list[dict]:
+    return [
+        {"id": i, "customer": f"c{i % CUSTOMERS}", "item": f"item-{i}"}
+        for i in range(first, first + count)
+    ]
+
+
+def journal(store: str, tmp_path: Path) -> str:
+    if store == "sqlite":  # every TaskManager of the dev cluster is on this machine
+        return f"sqlite:{tmp_path / 'journal.db'}"
+    return f"kafka:journal-{uuid.uuid4().hex[:8]}"
+
+
+def job_args(bootstrap: str, topics: tuple[str, str], store: str, **extra: str) -> str:
+    """Options appended to the doc's command (argparse: the last occurrence wins)."""
+    args = {"--input": topics[0], "--output": topics[1], "--journal": store, **extra}
+    return " " + " ".join(f"{k} {v}" for k, v in args.items())
+
+
+def wait_for(reader: TopicReader, ids: set[int], timeout: float = 300) -> None:
+    deadline = time.monotonic() + timeout
+    while not ids <= reader.ids():
+        assert time.monotonic() < deadline, f"outputs missing: {sorted(ids - reader.ids())}"
+        reader.poll(0.5)
+
+
+def assert_exactly_once(reader: TopicReader, ids: set[int], counts: dict[str, int]) -> None:
+    seen = Counter(r["id"] for r in reader.records)
+    assert set(seen) == ids, f"missing {sorted(ids - set(seen))}, extra {set(seen) - ids}"
+    assert [i for i, n in seen.items() if n > 1] == [], "an output was committed twice"
+    assert len(counts) == 2 * len(ids), "a call is missing or ran under a second id"
+    assert Counter(counts.values()) == {1: 2 * len(ids)}, "a durable call executed twice"
+
+
+def assert_memory_followed_keys(reader: TopicReader) -> None:
+    """Each customer's orders are counted 1, 2, 3... in the order they were produced."""
+    by_key: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    for r in reader.records:
+        by_key[r["key"]].append((r["id"], r["n"]))
+    for key, seen in by_key.items():
+        assert [n for _, n in sorted(seen)] == list(range(1, len(seen) + 1)), key
+
+
+# One store each keeps the suite within a few minutes: both run the same agent job.
+@pytest.mark.parametrize("store", ["kafka"])
+def test_taskmanager_killed_with_calls_in_flight(
+    full_cluster, shell: Shell, aj_kafka_bootstrap, reader, tmp_path, store
+):
+    cluster, bootstrap = full_cluster, aj_kafka_bootstrap
+    topics = (f"orders-{uuid.uuid4().hex[:8]}", f"charged-{uuid.uuid4().hex[:8]}")
+    create_topics(bootstrap, *topics)
+    before, during = orders(0, 16), orders(16, 48)
+    ids = {o["id"] for o in before + during}
+    committed = reader(topics[1], "read_committed")
+    uncommitted = reader(topics[1], "read_uncommitted")
+    job = None
+    with CountingService(delay=0.2) as service:  # each call is in flight for 0.2 s
+        try:
+            submit = doc_block("submit").rstrip() + job_args(
+                bootstrap, topics, journal(store, tmp_path)
+            )
+            job = job_id(shell.flink(submit, BOOTSTRAP=bootstrap, SERVICE=service.url))
+            produce(bootstrap, topics[0], before)
+            wait_for(committed, {o["id"] for o in before})
+            victim = agent_taskmanagers(cluster, job)[0]
+            produce(bootstrap, topics[0], during)
+            # Kill while a call is in flight and outputs of finished runs are written but not
+            # committed yet (seen by read_uncommitted only): the restart aborts them.
+            deadline = time.monotonic() + 120
+            pending: set[int] = set()
+            while not (pending and service.waiting()):
+                assert time.monotonic() < deadline, "the job does not progress"
+                committed.poll(0.02)
+                uncommitted.poll(0.02)
+                pending = uncommitted.ids() - committed.ids()
+            in_flight, committed_at_kill = service.waiting(), len(committed.ids())
+            killed = time.monotonic()
+            cluster.kill_taskmanager(victim)
+            running = wait_restarted(cluster, job, committed)
+            wait_for(committed, ids)
+            service.wait_idle()
+            counts = dict(service.counts)
+            uncommitted.poll(3.0)
+            left = cluster.orphans()
+        finally:
+            cancel_quietly(cluster, job)
+    first = min(r["arrived"] for r in committed.records if r["arrived"] > killed)
+    print(
+        f"\n[{store}] kill -> tasks running {running - killed:.1f} s -> first committed output "
+        f"{first - running:+.1f} s; calls in flight at the kill {in_flight}, outputs written "
+        f"but not committed {len(pending)}; outputs "
+        f"read_committed {len(committed.records)}, read_uncommitted {len(uncommitted.records)} "
+        f"for {len(ids)} inputs; calls executed {sum(counts.values())} for {len(ids)} inputs; "
+        f"orphaned processes {[(pid, cmdline(pid)) for pid in left]}"
+    )
+    assert in_flight > 0, "no call was in flight at the kill"
+    assert committed_at_kill < len(ids), "everything was done before the kill"
+    assert_exactly_once(committed, ids, counts)
+    assert_memory_followed_keys(committed)
+    # The killed TaskManager's Python workers may outlive it; `dev flink start` (replacing
+    # the TaskManager) ends them, as `dev flink stop` would.
+    shell.run(doc_block("start"), timeout=400)
+    assert [pid for pid in left if alive(pid)] == [], "processes of a killed TaskManager live on"
+
+
+def wait_restarted(cluster, job: str, reader: TopicReader, timeout: float = 300) -> float:
+    """When every task of ``job`` runs again after a failure; reads outputs meanwhile."""
+    deadline = time.monotonic() + timeout
+    down = False
+    while time.monotonic() < deadline:
+        states = set(vertex_states(cluster, job))
+        if down and states == {"RUNNING"}:
+            return time.monotonic()
+        down = down or states != {"RUNNING"}
+        reader.poll(0.2)
+    raise AssertionError(f"job {job} not running again within {timeout} s: {states}")
+
+
+@pytest.mark.parametrize("store", ["sqlite"])
+def test_savepoints_restored_at_parallelism_3_then_1(
+    full_cluster, shell: Shell, aj_kafka_bootstrap, reader, tmp_path, store
+):
+    cluster, bootstrap = full_cluster, aj_kafka_bootstrap
+    topics = (f"orders-{uuid.uuid4().hex[:8]}", f"charged-{uuid.uuid4().hex[:8]}")
+    create_topics(bootstrap, *topics)
+    batches = [orders(12 * b, 12) for b in range(4)]
+    batches[0].append({"id": 1000, "customer": None, "item": "keyless"})  # warned, still runs
+    ids = {o["id"] for batch in batches for o in batch}
+    args = job_args(bootstrap, topics, journal(store, tmp_path))
+    committed = reader(topics[1], "read_committed")
+    parallelisms = []
+    job = None
+    with CountingService() as service:
+        run = {"BOOTSTRAP": bootstrap, "SERVICE": service.url}
+        try:
+            job = job_id(shell.flink(doc_block("submit").rstrip() + args, **run))
+            produce(bootstrap, topics[0], batches[0])
+            wait_for(committed, {o["id"] for o in batches[0]})
+            service.hold("charge")  # runs stay in flight, half done, until released
+            produce(bootstrap, topics[0], batches[1])
+            deadline = time.monotonic() + 120
+            while service.waiting() < 3 and time.monotonic() < deadline:
+                time.sleep(0.1)
+            held = service.waiting()
+            done = {o["id"] for o in batches[0]}
+            for parallelism, batch in ((3, batches[2]), (1, batches[3])):
+                parallelisms.append(agent_parallelism(cluster, job))
+                # If a savepoint waited for runs to finish, this would never return.
+                stopped = shell.flink(doc_block("savepoint"), JOB_ID=job, **run)
+                service.release("charge")
+                service.wait_idle()
+                restore = (
+                    doc_block("restore")
+                    .rstrip()
+                    .replace("--parallelism 3", f"--parallelism {parallelism}")
+                )
+                began = time.monotonic()
+                job = job_id(shell.flink(restore + args, SAVEPOINT=savepoint_path(stopped), **run))
+                submitted = time.monotonic()
+                wait_running(cluster, job)
+                running = time.monotonic()
+                produce(bootstrap, topics[0], batch)
+                done |= {o["id"] for o in batch + batches[1]}
+                wait_for(committed, done)  # running, and caught up: ready for a savepoint
+                first = min(r["arrived"] for r in committed.records if r["arrived"] > began)
+                print(
+                    f"\n[{store}] restore at p{parallelism}: submitted {submitted - began:.1f} s, "
+                    f"tasks running {running - began:.1f} s, first committed output "
+                    f"{first - began:.1f} s after `flink run --fromSavepoint`"
+                )
+            parallelisms.append(agent_parallelism(cluster, job))
+            shell.flink(doc_block("cancel"), JOB_ID=job, **run)
+            job = None
+            service.wait_idle()
+            counts = dict(service.counts)
+        finally:
+            cancel_quietly(cluster, job)
+    assert held >= 3, "no run was in flight when the first savepoint was taken"
+    assert parallelisms == [2, 3, 1]
+    assert_exactly_once(committed, ids, counts)
+    assert_memory_followed_keys(committed)
+    logs = "".join(p.read_text() for p in (cluster.workdir / "log").glob("*.out"))
+    assert f"1 Kafka record(s) without a key in {topics[0]}" in logs
+
+
+def agent_parallelism(cluster, job: str) -> int:
+    (vertex,) = [v for v in cluster.rest(f"/jobs/{job}")["vertices"] if "agent" in v["name"]]
+    return vertex["parallelism"]
