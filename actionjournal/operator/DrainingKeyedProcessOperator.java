@@ -1,6 +1,7 @@
 /*
  * PyFlink's keyed process operator (process mode), with the timers of the bundle a
- * checkpoint barrier finishes registered before the snapshot.
+ * checkpoint barrier finishes registered before the snapshot, and the job's journal binding
+ * kept in operator state.
  *
  * Timers registered from Python arrive while a bundle finishes and are registered by
  * mailbox actions. prepareSnapshotPreBarrier finishes the open bundle and the snapshot
@@ -16,17 +17,36 @@
  * key (RunWakeups.java), and the operator fires that key's timer at once and finishes the
  * bundle, so the run's outputs leave within milliseconds however long it took. The timers
  * the Python function registers itself only resume keys after a restore.
+ *
+ * Journal binding: PyFlink gives Python functions keyed state only, so a restore cannot
+ * tell, before some key runs, which journal the state was written against. The Python
+ * function reports its binding (journal identity and epoch, JSON) on a reserved side
+ * output, which this operator keeps instead of emitting; it checkpoints it as union list
+ * state, and hands what it restored to the Python function's open() as job parameters
+ * (initializeState runs before open() builds the Python runner). See docs/upgrade.md.
  */
 package io.actionjournal.flink;
 
+import java.util.ArrayList;
+import java.util.Collections;
 import java.util.HashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
+import org.apache.flink.api.common.state.ListState;
+import org.apache.flink.api.common.state.ListStateDescriptor;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
+import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.api.common.typeutils.TypeSerializer;
+import org.apache.flink.api.common.typeutils.base.StringSerializer;
+import org.apache.flink.api.java.tuple.Tuple3;
 import org.apache.flink.api.java.typeutils.RowTypeInfo;
 import org.apache.flink.configuration.Configuration;
+import org.apache.flink.core.memory.ByteArrayInputStreamWithPos;
 import org.apache.flink.core.memory.DataInputDeserializer;
+import org.apache.flink.core.memory.DataInputViewStreamWrapper;
+import org.apache.flink.runtime.state.StateInitializationContext;
+import org.apache.flink.runtime.state.StateSnapshotContext;
 import org.apache.flink.runtime.state.VoidNamespace;
 import org.apache.flink.streaming.api.functions.python.DataStreamPythonFunctionInfo;
 import org.apache.flink.streaming.api.operators.InternalTimer;
@@ -35,6 +55,7 @@ import org.apache.flink.streaming.api.operators.python.process.AbstractExternalD
 import org.apache.flink.streaming.api.operators.python.process.ExternalPythonKeyedProcessOperator;
 import org.apache.flink.streaming.api.utils.PythonTypeUtils;
 import org.apache.flink.types.Row;
+import org.apache.flink.util.OutputTag;
 
 public class DrainingKeyedProcessOperator<OUT> extends ExternalPythonKeyedProcessOperator<OUT> {
     private static final long serialVersionUID = 1L;
@@ -46,12 +67,60 @@ public class DrainingKeyedProcessOperator<OUT> extends ExternalPythonKeyedProces
     private transient TypeSerializer<Row> keySerializer;
     private transient boolean finished;
 
+    /** The side output the Python function reports its binding on (actionjournal/operator/flink.py). */
+    public static final String BINDING_TAG = "actionjournal-journal-binding";
+    /** Job parameter: the bindings restored with the state, a JSON array ("[]": none). */
+    public static final String RESTORED_BINDINGS = "actionjournal.restored-bindings";
+    /** Job parameter: "true" when the operator's state was restored from a checkpoint. */
+    public static final String RESTORED = "actionjournal.restored";
+
+    private static final ListStateDescriptor<String> BINDINGS =
+            new ListStateDescriptor<>("actionjournal-journal-bindings", StringSerializer.INSTANCE);
+
+    private transient ListState<String> bindingState;
+    private transient boolean restored;
+    private transient List<String> restoredBindings = Collections.emptyList();
+    private transient List<String> bindings = Collections.emptyList(); // what a checkpoint keeps
+
     public DrainingKeyedProcessOperator(
             Configuration config,
             DataStreamPythonFunctionInfo functionInfo,
             RowTypeInfo inputTypeInfo,
             TypeInformation<OUT> outputTypeInfo) {
         super(config, functionInfo, inputTypeInfo, outputTypeInfo);
+        addSideOutputTags(Collections.singletonList(new OutputTag<>(BINDING_TAG, Types.STRING)));
+    }
+
+    @Override
+    public void initializeState(StateInitializationContext context) throws Exception {
+        super.initializeState(context);
+        bindingState = context.getOperatorStateStore().getUnionListState(BINDINGS);
+        restored = context.isRestored();
+        LinkedHashSet<String> distinct = new LinkedHashSet<>(); // one entry per subtask
+        for (String binding : bindingState.get()) {
+            distinct.add(binding);
+        }
+        restoredBindings = new ArrayList<>(distinct);
+        bindings = restoredBindings; // until the Python function reports its own
+    }
+
+    @Override
+    public void emitResult(Tuple3<String, byte[], Integer> result) throws Exception {
+        if (!BINDING_TAG.equals(result.f0)) {
+            super.emitResult(result);
+            return;
+        }
+        DataInputViewStreamWrapper input =
+                new DataInputViewStreamWrapper(
+                        new ByteArrayInputStreamWithPos(result.f1, 0, result.f2));
+        Row row = getSideOutputTypeSerializerById(BINDING_TAG).deserialize(input);
+        bindings = Collections.singletonList((String) row.getField(1)); // (timestamp, value)
+    }
+
+    @Override
+    public void snapshotState(StateSnapshotContext context) throws Exception {
+        super.snapshotState(context);
+        bindingState.update(bindings);
     }
 
     @Override
@@ -73,6 +142,8 @@ public class DrainingKeyedProcessOperator<OUT> extends ExternalPythonKeyedProces
         if (wakeups != null) {
             parameters.put(WAKEUPS, wakeups.address());
         }
+        parameters.put(RESTORED, String.valueOf(restored));
+        parameters.put(RESTORED_BINDINGS, "[" + String.join(",", restoredBindings) + "]");
         return parameters;
     }
 

@@ -47,7 +47,8 @@ from pyflink.version import __version__ as PYFLINK_VERSION
 
 from actionjournal.durable.agent import Agent
 from actionjournal.durable.codec import RecordCodec
-from actionjournal.durable.errors import ConfigurationError
+from actionjournal.durable.errors import ConfigurationError, CorruptRecordError
+from actionjournal.durable.records import JournalBinding
 from actionjournal.durable.stats import MetricGroupMirror
 from actionjournal.operator import draining, javac
 from actionjournal.operator.config import AgentsConfig
@@ -67,6 +68,17 @@ SUPPORTED_PYFLINK = "2.3"  # the draining operator builds on PyFlink 2.3's inter
 DEAD_LETTERS = OutputTag("actionjournal-dead-letters", Types.PICKLED_BYTE_ARRAY())
 """The side output of dead-lettered runs (:class:`DeadLetter` objects); see
 :meth:`AgentJob.dead_letters`."""
+# The journal binding's way through the agent operator (DrainingKeyedProcessOperator.java):
+# reported on a side output the operator keeps, restored as job parameters.
+BINDING_TAG = OutputTag("actionjournal-journal-binding", Types.STRING())
+RESTORED = "actionjournal.restored"
+RESTORED_BINDINGS = "actionjournal.restored-bindings"
+NO_BINDING = (
+    "the restored state of agent %s names no journal (checkpointed by an older release, "
+    "without actionjournal's operator, or before the agent's first input): a restore "
+    "against another journal is refused only when a key with a recovery marker runs, keys "
+    "without one may run first, and another namespace is not detected"
+)
 
 
 class AgentOutput(NamedTuple):
@@ -191,6 +203,9 @@ class AgentJob:
         stream = self._keyed.process(function, output_type=Types.PICKLED_BYTE_ARRAY())
         if jar is not None:
             draining.install(environment.env, stream, jar)
+            # Chained with a Python operator after it, the agent's side output (its journal
+            # binding) would reach that operator as an element instead of the agent operator.
+            stream.disable_chaining()
         self._stream = stream.uid(uid).name(f"agent {uid}")
         return self._stream
 
@@ -231,6 +246,7 @@ class AgentFunction(KeyedProcessFunction):
             config.on_run_failure,
             config.run_failure_restarts,
         )
+        self._binding = self._bind(runtime_context)
         # Calls are counted on worker threads; Flink counters are fed on this thread (sync).
         self._metrics = MetricGroupMirror(self.engine.counts, runtime_context.get_metrics_group())
         self._loop = asyncio.new_event_loop()
@@ -251,6 +267,34 @@ class AgentFunction(KeyedProcessFunction):
         self._keys: Any = getattr(runtime_context, "_keyed_state_backend", None)
         self._wakeups = RunWakeups.connect(runtime_context) if self._keys is not None else None
         self._resume_at: dict[str, int] = {}  # with wake-ups: each busy key's timer, in ms
+
+    def _bind(self, runtime_context: RuntimeContext) -> str | None:
+        """Refuse state written against another journal before any element or timer runs;
+        the binding to report to the agent operator (``None``: no operator keeps it)."""
+        restored = runtime_context.get_job_parameter(RESTORED_BINDINGS, None)
+        if restored is None:  # PyFlink's own operator (no JDK, or thread mode): per key only
+            return None
+        first = runtime_context.get_index_of_this_subtask() == 0
+        try:
+            bindings = msgspec.json.decode(restored, type=list[JournalBinding])
+        except msgspec.DecodeError as exc:
+            raise CorruptRecordError(
+                f"the journal binding restored with agent {self.agent.operator_uid}'s state "
+                f"does not decode ({exc}): {restored[:200]!r}; run the actionjournal release "
+                "that took the checkpoint",
+                f"operator state of {self.agent.operator_uid}",
+            ) from None
+        if not bindings and runtime_context.get_job_parameter(RESTORED, "") == "true" and first:
+            log.warning(NO_BINDING, self.agent.operator_uid)
+        binding = self.engine.bind(bindings, audit=first)  # one subtask audits for all
+        return msgspec.json.encode(binding).decode()
+
+    def _report_binding(self) -> list[tuple[OutputTag, str]]:
+        """The binding on the operator's side output, once: the operator checkpoints it."""
+        if self._binding is None:
+            return []
+        report, self._binding = self._binding, None
+        return [(BINDING_TAG, report)]
 
     def close(self) -> None:
         self._loop.call_soon_threadsafe(self._loop.stop)
@@ -276,9 +320,10 @@ class AgentFunction(KeyedProcessFunction):
         if idle:  # a busy key starts its next input when its run is collected (on_timer)
             self._start(key, key_id, state)
             self._arm(ctx, key_id)
-        return iter(())
+        return iter(self._report_binding())
 
     def on_timer(self, timestamp: int, ctx: KeyedProcessFunction.OnTimerContext) -> Iterator[Any]:
+        yield from self._report_binding()
         key = ctx.get_current_key()
         key_id = self.engine.key_id(key)
         # Not ``timestamp == END_OF_TIME``: the draining operator hands timers over without
