@@ -223,6 +223,42 @@ figure, as the table says. An entry that could not be measured says why, and one
 definition changed says what it measured before.
 """
 
+PER_RUN = """\
+## Where the time of a single-key run goes
+
+`python -m benchmarks.per_run` does on its own what the operator's Python side does when a
+key's queued inputs drain (`AgentFunction.on_timer`), without Flink: one key, 200 queued
+inputs, each run one instant durable call, SQLite journal. It times each part where it
+happens (the module says how). What a run does, before and after issue 21:
+
+| per run | before | after |
+| --- | --- | --- |
+| journal commits (one fsync each) | 3 | 2 (last `ActionCompleted` + `RunCompleted`) |
+| hops loop <-> thread (`asyncio.to_thread`) | 3 (action, 2 writes) | 2 (action, 1 write) |
+| hops worker thread <-> event loop | 1 round trip | 1 round trip |
+| `KeyState` written while a key drains | once per run | once per run |
+| `KeyState` decoded | per input and timer call | per input and timer call |
+
+Measured on this 2-core machine at a load average of about 30 (other sessions' JVMs), best
+of two rounds each, ms per run; before is main at b19ebc5, the same harness:
+
+| part | before | after |
+| --- | ---: | ---: |
+| journal appends (encode, commit, fsync) | 9.4 | 3.4 |
+| hops (both kinds) | 4.4 | 1.7 |
+| the run itself (agent, call, building records) | 1.4 | 1.3 |
+| `KeyState` reads and writes | 0.06 | 0.02 |
+| total | 15.2 | 6.4 |
+
+At that load every hop and every fsync waits for a core, so the absolute figures are several
+times those of a quiet machine (there, issue 21 measured 2.9 ms per run in a Flink job, and a
+raw SQLite commit takes about 0.15 ms); run `python -m benchmarks.per_run` to see them. The
+`KeyState` decode grows with the key's pending inputs: about 0.1 ms at 100 and 1.6 ms at 1,000
+at that load, once per input, so a key with a long queue pays it quadratically. Beyond
+this harness, a run in a Flink job also waits for the timer that collects it (a round trip
+between the Java operator and the Python worker, see `flink.latency.irregular.p99`).
+"""
+
 REPRODUCE = """\
 ## How to reproduce
 
@@ -318,6 +354,7 @@ def render(doc: dict) -> str:
         if r.get("note"):
             lines.append(f"- measured with: {r['note']}")
         lines.append(f"- reproduce: `make bench BENCH={r['name']}`\n")
+    lines.append(PER_RUN)
     lines.append(REPRODUCE)
     return "\n".join(lines)
 
