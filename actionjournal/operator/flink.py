@@ -206,6 +206,9 @@ class AgentJob:
             # Chained with a Python operator after it, the agent's side output (its journal
             # binding) would reach that operator as an element instead of the agent operator.
             stream.disable_chaining()
+            # Unchained, outputs cross a network buffer that is flushed every 100 ms by
+            # default (execution.buffer-timeout); a run's output leaves at once instead.
+            stream.set_buffer_timeout(0)
         self._stream = stream.uid(uid).name(f"agent {uid}")
         return self._stream
 
