@@ -39,7 +39,7 @@ _PREVIEW = 80
 class DeadLetterDoc(msgspec.Struct):
     """One dead-lettered run, as ``--json`` prints it."""
 
-    key: str  # the key's value (repr), or its key id when the key was not journaled
+    key: str | int | float | bool  # the key itself when JSON has its type, else key_literal
     seq: int
     error: str
     when: float  # epoch seconds of the failure
@@ -51,6 +51,7 @@ class DeadLetterDoc(msgspec.Struct):
     redriven: bool  # a re-drive completed the run since
     partition: int
     position: int
+    key_literal: bool = False  # key is the Python literal of a key JSON cannot hold (a tuple)
 
 
 def dead_letters_parser() -> ArgumentParser:
@@ -98,8 +99,9 @@ def dead_letters_main(argv: list[str]) -> int:
         print(f"no dead-lettered runs in namespace {args.namespace!r} of {describe(config)}")
     else:
         for d in shown:
+            key = d.key if d.key_literal else repr(d.key)
             print(
-                f"{fmt_time(d.when)}  key {d.key} (key id {d.key_id[:12]}…) seq {d.seq}"
+                f"{fmt_time(d.when)}  key {key} (key id {d.key_id[:12]}…) seq {d.seq}"
                 f"{'  [re-driven, completed]' if d.redriven else ''}\n"
                 f"    error: {d.error}\n"
                 f"    input: {d.input}\n"
@@ -146,8 +148,10 @@ def _doc(
     root = record.error
     while root.cause is not None:
         root = root.cause
+    key, literal = _key(values, record.key) if record.key is not None else (record.key_id, False)
     return DeadLetterDoc(
-        key=_preview(values, record.key) if record.key is not None else record.key_id,
+        key=key,
+        key_literal=literal,
         seq=record.seq,
         error=record.error.message,
         when=record.at,
@@ -160,6 +164,17 @@ def _doc(
         partition=partition,
         position=position,
     )
+
+
+def _key(values: ValueCodec, data: bytes) -> tuple[str | int | float | bool, bool]:
+    """The key as JSON can hold it (str, int, float, bool), else its literal and True."""
+    try:
+        key = values.decode(data)
+    except Exception:
+        return _preview(values, data), True
+    if isinstance(key, (str, int, float, bool)):
+        return key, False
+    return repr(key), True
 
 
 def _preview(values: ValueCodec, data: bytes) -> str:

@@ -184,6 +184,7 @@ def test_redrive_runs_the_same_run_again_and_repeats_no_finished_call(service, t
     assert cli([*listing, "--json", "--all"]) == 0
     (doc,) = json.loads(capsys.readouterr().out)
     assert doc["redriven"] and doc["seq"] == 0
+    assert doc["key"] == "poison" and not doc["key_literal"]  # the key, not its repr
 
 
 def test_redrive_after_a_code_fix_with_on_divergence_rerun(service, tmp_path):
@@ -261,7 +262,7 @@ def test_runs_dead_letters_lists_key_seq_error_when(service, tmp_path, capsys):
     (doc,) = json.loads(capsys.readouterr().out)
     letter = runner.dead_letters[0]
     assert (doc["key"], doc["seq"], doc["when"]) == (
-        "'poison'",
+        "poison",  # the key as JSON holds it, not its repr
         0,
         pytest.approx(letter.when, abs=1),
     )
