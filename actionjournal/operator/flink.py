@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import importlib
 import json
 import logging
 import os
@@ -235,6 +236,10 @@ class AgentFunction(KeyedProcessFunction):
         self.with_ids = with_ids
 
     def open(self, runtime_context: RuntimeContext) -> None:
+        # kafka_source's inputs are KafkaMessage objects. A restored worker resumes pending
+        # runs before any element arrives, and their journaled inputs decode only if the
+        # class is defined here: the value codec never imports a module for journal bytes.
+        importlib.import_module("actionjournal.operator.kafka")
         self._state = runtime_context.get_state(
             ValueStateDescriptor("actionjournal.key_state", Types.PICKLED_BYTE_ARRAY())
         )
