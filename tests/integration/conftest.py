@@ -116,6 +116,9 @@ def fluss_store(aj_fluss_bootstrap: str) -> Iterator[Callable[..., Any]]:
     def make(table: str, codec: Any = None, **settings: Any) -> FlussStore:
         settings.setdefault("bootstrap_servers", aj_fluss_bootstrap)
         settings.setdefault("buckets", 4)
+        # A new table's bucket leaders took over the default 30 s once on this 2-core
+        # machine with a Flink job beside the suite; users keep the documented default.
+        settings.setdefault("request_timeout_s", 90)
         store = FlussStore(FlussStoreConfig(table=table, **settings), codec)
         stores.append(store)
         return store
