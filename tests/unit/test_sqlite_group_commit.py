@@ -183,3 +183,17 @@ def test_a_wrapping_store_sees_every_record_through_its_own_append(tmp_path: Pat
     run_one(OneStep(), Watching(inner, None))
     assert seen == [CallFinished, ActionCompleted, RunCompleted]
     inner.close()
+
+
+def test_append_all_longer_than_one_insert_is_still_one_commit(tmp_path: Path) -> None:
+    """A batch of more rows than one INSERT statement takes is one transaction, the
+    positions it returns those of its rows."""
+    db = tmp_path / "journal.db"
+    store = SqliteStore(db)
+    store._rows = 2  # rows per INSERT statement: five records take three statements
+    before = wal_commits(db)
+    markers = store.append_all([rc("k", seq) for seq in range(5)])
+    assert wal_commits(db) - before == 1
+    rows = store._db.execute("SELECT pos, seq FROM journal ORDER BY pos").fetchall()
+    assert [(m.position, seq) for seq, m in enumerate(markers)] == rows
+    store.close()
