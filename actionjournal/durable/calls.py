@@ -34,7 +34,7 @@ from actionjournal.durable.exceptions import capture_error, rebuild_error
 from actionjournal.durable.identity import (
     arguments_digest,
     bound_arguments,
-    call_id,
+    call_ids,
     function_id,
     is_legacy_digest,
 )
@@ -85,9 +85,7 @@ def is_coroutine_function(fn: Any) -> bool:
 
 def refuse_on_loop(what: str, instead: str) -> None:
     """Blocking ``what`` on a running event loop would stall every run on it: refuse it."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
+    if asyncio._get_running_loop() is None:  # get_running_loop() raises, which costs more
         return
     raise TypeError(
         f"{what} blocks until it is done, which would stall every run on this event loop: in "
@@ -171,6 +169,8 @@ class ActionCalls:
         self.values = values
         self.counts = counts
         self._next_index = 0
+        w = writer
+        self._call_id = call_ids(w.namespace, w.operator_uid, w.epoch, w.key_id, w.seq, action_id)
         try:
             self._task: asyncio.Task[Any] | None = asyncio.current_task()
             self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
@@ -196,9 +196,11 @@ class ActionCalls:
         kwargs: dict[str, Any],
         opts: CallOptions,
     ) -> Any:
-        refuse_on_loop(
-            f"ctx.durable_execute({function_id(fn)}, ...)", "`await ctx.durable_execute_async(...)`"
-        )
+        if asyncio._get_running_loop() is not None:  # checked first: the message costs
+            refuse_on_loop(
+                f"ctx.durable_execute({function_id(fn)}, ...)",
+                "`await ctx.durable_execute_async(...)`",
+            )
         if is_coroutine_function(fn):
             raise TypeError(
                 f"{function_id(fn)} is a coroutine function: use "
@@ -233,10 +235,7 @@ class ActionCalls:
         fid = function_id(fn)
         digest = self._digest(fn, fid, args, kwargs)
         identity = f"d:{opts.durable_id}" if opts.durable_id is not None else f"f:{fid}#{index}"
-        w = self.writer
-        cid = call_id(
-            w.namespace, w.operator_uid, w.epoch, w.key_id, w.seq, self.action_id, identity
-        )
+        cid = self._call_id(identity)
         policy = opts.on_unknown or ("reconcile" if opts.reconciler else self.config.on_unknown)
         if policy == "reconcile" and opts.reconciler is None:
             raise ConfigurationError(

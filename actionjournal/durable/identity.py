@@ -16,13 +16,17 @@ import msgspec
 _key_encoder = msgspec.msgpack.Encoder(order="sorted")
 
 
-def _digest(*parts: str | bytes) -> str:
-    """Digest of the parts, each prefixed with its length (so no two sequences collide)."""
+def _framed(parts: tuple[str | bytes, ...]) -> bytes:
+    """The parts, each prefixed with its length (so no two sequences collide)."""
     framed: list[bytes] = []
     for part in parts:
         data = part.encode() if isinstance(part, str) else part
         framed += (len(data).to_bytes(4, "big"), data)
-    return hashlib.blake2b(b"".join(framed), digest_size=16).hexdigest()
+    return b"".join(framed)
+
+
+def _digest(*parts: str | bytes) -> str:
+    return hashlib.blake2b(_framed(parts), digest_size=16).hexdigest()
 
 
 def _typed(value: Any) -> Any:
@@ -102,7 +106,24 @@ def call_id(
     namespace: str, operator_uid: str, epoch: int, key: str, seq: int, action: str, call: str
 ) -> str:
     """The stable id (idempotency key) of one durable call; a new epoch makes new ids."""
-    return _digest(b"call", namespace, operator_uid, str(epoch), key, str(seq), action, call)
+    return call_ids(namespace, operator_uid, epoch, key, seq, action)(call)
+
+
+def call_ids(
+    namespace: str, operator_uid: str, epoch: int, key: str, seq: int, action: str
+) -> Callable[[str], str]:
+    """:func:`call_id` of each call of one action execution: what they share is hashed once."""
+    shared = hashlib.blake2b(
+        _framed((b"call", namespace, operator_uid, str(epoch), key, str(seq), action)),
+        digest_size=16,
+    )
+
+    def of(call: str) -> str:
+        digest = shared.copy()
+        digest.update(_framed((call,)))
+        return digest.hexdigest()
+
+    return of
 
 
 def input_digest(canonical: bytes) -> str:
