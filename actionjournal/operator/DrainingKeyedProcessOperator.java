@@ -15,7 +15,8 @@
  *
  * Finished runs are pushed, not polled for: the Python function reports each finished run's
  * key (RunWakeups.java), and the operator fires that key's timer at once and finishes the
- * bundle, so the run's outputs leave within milliseconds however long it took. The timers
+ * bundle (unless one finished within the bundle time), so the run's outputs leave within
+ * milliseconds however long it took. The timers
  * the Python function registers itself only resume keys after a restore.
  *
  * Journal binding: PyFlink gives Python functions keyed state only, so a restore cannot
@@ -45,6 +46,7 @@ import org.apache.flink.configuration.Configuration;
 import org.apache.flink.core.memory.ByteArrayInputStreamWithPos;
 import org.apache.flink.core.memory.DataInputDeserializer;
 import org.apache.flink.core.memory.DataInputViewStreamWrapper;
+import org.apache.flink.python.PythonOptions;
 import org.apache.flink.runtime.state.StateInitializationContext;
 import org.apache.flink.runtime.state.StateSnapshotContext;
 import org.apache.flink.runtime.state.VoidNamespace;
@@ -66,6 +68,7 @@ public class DrainingKeyedProcessOperator<OUT> extends ExternalPythonKeyedProces
     private transient RunWakeups wakeups;
     private transient TypeSerializer<Row> keySerializer;
     private transient boolean finished;
+    private transient long bundleTime; // python.fn-execution.bundle.time, ms
 
     /** The side output the Python function reports its binding on (actionjournal/operator/flink.py). */
     public static final String BINDING_TAG = "actionjournal-journal-binding";
@@ -128,6 +131,7 @@ public class DrainingKeyedProcessOperator<OUT> extends ExternalPythonKeyedProces
         keySerializer =
                 PythonTypeUtils.TypeInfoToSerializerConverter.typeInfoSerializerConverter(
                         new RowTypeInfo(((RowTypeInfo) getInputTypeInfo()).getTypeAt(0)));
+        bundleTime = config.get(PythonOptions.MAX_BUNDLE_TIME_MILLS);
         int priority = getOperatorConfig().getChainIndex();
         wakeups =
                 new RunWakeups(
@@ -147,7 +151,12 @@ public class DrainingKeyedProcessOperator<OUT> extends ExternalPythonKeyedProces
         return parameters;
     }
 
-    /** On the task thread: each key's timer fires now, and the bundle finishes now. */
+    /**
+     * On the task thread: each key's timer fires now. The bundle finishes now unless one
+     * finished within the bundle time: then the bundle's time check finishes it, so runs
+     * finishing one after another share a bundle (a round trip to the Python worker each)
+     * while a lone finished run still leaves at once.
+     */
     private void emitFinishedRuns(List<byte[]> keys) throws Exception {
         if (finished) {
             return; // the end of input drained every run
@@ -158,7 +167,10 @@ public class DrainingKeyedProcessOperator<OUT> extends ExternalPythonKeyedProces
             Row row = keySerializer.deserialize(in);
             onProcessingTime(new TimerHeapInternalTimer<>(Long.MIN_VALUE, row, VoidNamespace.INSTANCE));
         }
-        invokeFinishBundle();
+        if (getProcessingTimeService().getCurrentProcessingTime() - lastFinishBundleTime
+                >= bundleTime) {
+            invokeFinishBundle();
+        }
     }
 
     @Override

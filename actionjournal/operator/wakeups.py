@@ -4,8 +4,9 @@
 A PyFlink function emits only while it handles an element or a timer that Flink sent it;
 a run finishes in between, on a thread of its own. The draining operator listens on a
 loopback socket (its job parameter ``actionjournal.wakeups``: port and token); each
-finished run's key sent there makes it fire the key's timer now and finish the bundle, so
-the run's outputs leave within milliseconds instead of at the next poll.
+finished run's key sent there makes it fire the key's timer now and finish the bundle
+(unless one finished within the bundle time), so the run's outputs leave within
+milliseconds instead of at the next poll.
 """
 
 from __future__ import annotations
