@@ -76,8 +76,11 @@ def _listener() -> socket.socket:
     return server
 
 
-def _added_ms(directory: Path, side: str, durations: list[float]) -> list[float]:
-    """Per message: ms from sending it to its answer leaving the operator, minus the call.
+def _added_ms(
+    directory: Path, side: str, durations: list[float]
+) -> list[tuple[float, float, float]]:
+    """Per message: ms from sending it to its answer leaving the operator, minus the call;
+    and of that, ms until the call began (the way in) and from its end to the answer (out).
 
     One key; each message goes to the job's socket source once the previous answer came out
     (a user waiting for each answer). A map after the operator reports every answer. A first
@@ -115,7 +118,9 @@ def _added_ms(directory: Path, side: str, durations: list[float]) -> list[float]
                 got = json.loads(answer)
                 assert got["i"] == i, f"answer {got} to message {i}"
                 if i:
-                    added.append((float(at) - sent - got["took"]) * 1e3)
+                    came = float(at)
+                    way_in, way_out = got["entered"] - sent, came - got["done"]
+                    added.append(((came - sent - got["took"]) * 1e3, way_in * 1e3, way_out * 1e3))
         job.get_job_execution_result().result()
         told.close()
     except BaseException:
@@ -137,12 +142,17 @@ def _latency(name: str, durations: list[float], q: float, target: float) -> dict
     with tempfile.TemporaryDirectory() as tmp:
         ours = _added_ms(Path(tmp) / "ours", "ours", durations)
         floor = _added_ms(Path(tmp) / "floor", "floor", durations)
-    o, f = _percentile(ours, q), _percentile(floor, q)
-    print(
-        f"{name}: {len(durations)} messages, ms added above the call: ours p50 "
-        f"{_percentile(ours, 0.5):.1f} p{q * 100:g} {o:.1f} max {max(ours):.1f}; floor p50 "
-        f"{_percentile(floor, 0.5):.1f} p{q * 100:g} {f:.1f} max {max(floor):.1f}"
-    )
+    for side, samples in (("ours", ours), ("floor", floor)):
+        added, way_in, way_out = ([sample[n] for sample in samples] for n in range(3))
+        print(
+            f"{name}: {side}: {len(samples)} messages, ms added above the call: p50 "
+            f"{_percentile(added, 0.5):.1f} p{q * 100:g} {_percentile(added, q):.1f} max "
+            f"{max(added):.1f}; of which p50 {_percentile(way_in, 0.5):.1f} before the call "
+            f"began (socket source to the Python function) and {_percentile(way_out, 0.5):.1f} "
+            "after it ended (journal, emitting, the map after the operator)"
+        )
+    o = _percentile([sample[0] for sample in ours], q)
+    f = _percentile([sample[0] for sample in floor], q)
     return entry(name, "ms", o, f, target)
 
 

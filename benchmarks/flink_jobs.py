@@ -6,7 +6,8 @@ taken from a run of the agent) to the same kind of SQLite store, one synchronous
 the other, in ``process_element``: what durability costs without our operator.
 
 Inputs are JSON strings ``{"k": key, "i": index, "d": seconds}``; a run's output is the
-call's answer, ``{"i": index, "took": seconds the call itself took}``.
+call's answer, ``{"i": index, "took": seconds the call itself took}``, and for the calls
+that pause, when the call began and ended (``entered``, ``done``: wall clock).
 """
 
 from __future__ import annotations
@@ -56,16 +57,18 @@ def instant(value: str) -> str:
 async def pause(value: str) -> str:
     """A call that takes the input's ``d`` seconds (an LLM answering), timed by itself."""
     asked = json.loads(value)
-    started = time.perf_counter()
+    entered, started = time.time(), time.perf_counter()
     await asyncio.sleep(asked["d"])
-    return json.dumps({"i": asked["i"], "took": time.perf_counter() - started})
+    took = time.perf_counter() - started
+    return json.dumps({"i": asked["i"], "took": took, "entered": entered, "done": time.time()})
 
 
 def pause_sync(value: str) -> str:
     asked = json.loads(value)
-    started = time.perf_counter()
+    entered, started = time.time(), time.perf_counter()
     time.sleep(asked["d"])
-    return json.dumps({"i": asked["i"], "took": time.perf_counter() - started})
+    took = time.perf_counter() - started
+    return json.dumps({"i": asked["i"], "took": took, "entered": entered, "done": time.time()})
 
 
 class Remote(Agent):
