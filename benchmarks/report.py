@@ -198,7 +198,24 @@ ABOUT: dict[str, About] = {
         "and retried by its `RetryPolicy` after a 1 ms backoff: the failed attempt "
         "(`CallAttemptFailed`), the result and the run's records journaled",
         "the same 1,000 calls with a hand-written retry loop (`time.sleep(0.001)` between "
-        "attempts) and no journal",
+        "attempts) and no journal. Each retry also logs one WARNING line through logging's "
+        "default handler to stderr, inside the timed part: 1,000 lines take about 20-30 ms, "
+        "under 1 % of ours",
+        "ratio<=",
+    ),
+    "retry.backoff.overhead.floor": About(
+        "the same runs as `retry.backoff.overhead`, from the same rounds",
+        "the durability floor: the same hand-written retry loop, appending the bytes of our "
+        "records synchronously to a raw SQLite file with the same settings (WAL, "
+        "`synchronous=FULL`), committed as ours are: the `CallAttemptFailed` before the "
+        "backoff, the `CallFinished`, then `ActionCompleted` and `RunCompleted` together "
+        "(three fsynced commits per run), each append done before the loop goes on. Ours "
+        "counts the backoff from the failure, so its `CallAttemptFailed` commit overlaps the "
+        "backoff; what it adds is the runner's own work: the event loop, the hops between "
+        "it and worker threads (the call and each append run in a thread), and "
+        "`asyncio.sleep`'s millisecond-rounded timer for the backoff. "
+        "The target is that of `flink.key.sequential`, the same shape (one key's runs in "
+        "sequence against a synchronous journal)",
         "ratio<=",
     ),
     "examples.parallel.wall": About(
