@@ -72,6 +72,7 @@ class _Waiter:
     records: list[_Pending]
     wake: threading.Lock = field(default_factory=threading.Lock)
     lead: bool = False
+    gone: bool = False  # its wait was interrupted: never hand it a commit
 
     def __post_init__(self) -> None:
         self.wake.acquire()  # held until the appender is woken
@@ -127,7 +128,16 @@ class SqliteStore(MaintenanceStore):
             lead = not self._committing
             self._committing = True
         if not lead:
-            waiter.wake.acquire()  # committed by another appender, or handed the next commit
+            try:
+                waiter.wake.acquire()  # committed by another appender, or handed the next commit
+            except BaseException:  # a signal's exception in the main thread: pass on a commit
+                with self._queue_lock:
+                    waiter.gone = True
+                    handed = waiter.lead
+                if handed:  # before it was gone: do it, or every later append waits forever
+                    waiter.wake.acquire()  # released by the hand-over (held again, as a leader's)
+                    self._commit_queued()
+                raise
             lead = waiter.lead
         if lead:
             self._commit_queued()
@@ -158,7 +168,7 @@ class SqliteStore(MaintenanceStore):
             raise
         finally:
             with self._queue_lock:
-                following = self._queue[0] if self._queue else None
+                following = next((w for w in self._queue if not w.gone), None)
                 if following is not None:
                     following.lead = True
                 else:

@@ -9,11 +9,14 @@ real SIGKILL in tests/integration/test_crash_sqlite_appends.py.
 from __future__ import annotations
 
 import asyncio
+import signal
 import sqlite3
 import struct
 import threading
 import time
 from pathlib import Path
+
+import pytest
 
 from actionjournal import Agent, Event, InputEvent, LocalRunner, OutputEvent, action
 from actionjournal.durable.records import ActionCompleted, CallFinished, RunCompleted
@@ -196,4 +199,93 @@ def test_append_all_longer_than_one_insert_is_still_one_commit(tmp_path: Path) -
     assert wal_commits(db) - before == 1
     rows = store._db.execute("SELECT pos, seq FROM journal ORDER BY pos").fetchall()
     assert [(m.position, seq) for seq, m in enumerate(markers)] == rows
+    store.close()
+
+
+class Interrupted(Exception):
+    pass
+
+
+def test_an_append_interrupted_while_it_waits_leaves_the_store_usable(tmp_path: Path) -> None:
+    """A signal handler's exception ends a waiting append in the main thread; the commit
+    under way then finds no one to hand the next commit to, and later appends go on."""
+    db = tmp_path / "journal.db"
+    store = SqliteStore(db)
+    blocker = sqlite3.connect(db, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")  # the first commit waits until it is rolled back
+    leader = threading.Thread(target=store.append, args=(rc("leader", 0),), daemon=True)
+    leader.start()
+    while not (store._committing and not store._queue):  # the leader took its batch
+        time.sleep(0.01)
+
+    def interrupt(signum, frame):
+        raise Interrupted
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.3)
+        with pytest.raises(Interrupted):
+            store.append(rc("interrupted", 0))  # queued behind the leader's commit
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    blocker.execute("ROLLBACK")
+    blocker.close()
+    leader.join()
+    later = threading.Thread(target=store.append, args=(rc("later", 0),), daemon=True)
+    later.start()
+    later.join(30)
+    assert not later.is_alive(), "an append after the interrupted one never returned"
+    assert [r.seq for r in store.read_key("ns", "op", "later", None)] == [0]
+    store.close()
+
+
+class HandedThenInterrupted:
+    """A wake lock whose wait ends with an exception just after its appender was handed the
+    next commit (the moment a signal may also come)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.waits = 0
+
+    def acquire(self) -> bool:
+        self.waits += 1
+        if self.waits == 2:  # the appender's wait (the first holds the lock from the start)
+            self.lock.acquire()  # until the hand-over releases it
+            self.lock.release()  # an interrupted wait does not hold it
+            raise Interrupted
+        return self.lock.acquire()
+
+    def release(self) -> None:
+        self.lock.release()
+
+
+def test_an_append_interrupted_when_handed_a_commit_makes_it(tmp_path, monkeypatch) -> None:
+    import actionjournal.stores.sqlite as sqlite_store
+
+    class Waiter(sqlite_store._Waiter):
+        def __post_init__(self) -> None:
+            if threading.current_thread() is threading.main_thread():
+                self.wake = HandedThenInterrupted()  # type: ignore[assignment]
+            super().__post_init__()
+
+    monkeypatch.setattr(sqlite_store, "_Waiter", Waiter)
+    db = tmp_path / "journal.db"
+    store = SqliteStore(db)
+    blocker = sqlite3.connect(db, isolation_level=None, check_same_thread=False)
+    blocker.execute("BEGIN IMMEDIATE")
+    leader = threading.Thread(target=store.append, args=(rc("leader", 0),), daemon=True)
+    leader.start()
+    while not (store._committing and not store._queue):  # the leader took its batch
+        time.sleep(0.01)
+    threading.Timer(0.3, blocker.execute, args=("ROLLBACK",)).start()
+    with pytest.raises(Interrupted):
+        store.append(rc("interrupted", 0))  # handed the next commit, then interrupted
+    leader.join()
+    assert [r.seq for r in store.read_key("ns", "op", "interrupted", None)] == [0]
+    later = threading.Thread(target=store.append, args=(rc("later", 0),), daemon=True)
+    later.start()
+    later.join(30)
+    assert not later.is_alive(), "an append after the interrupted one never returned"
+    blocker.close()
     store.close()
