@@ -256,22 +256,23 @@ happens (the module says how). What a run does, before and after issue 21:
 | `KeyState` written while a key drains | once per run | once per run |
 | `KeyState` decoded | per input and timer call | per input and timer call |
 
-Measured on this 2-core machine at a load average of about 30 (other sessions' JVMs), best
-of two rounds each, ms per run; before is main at b19ebc5, the same harness:
+Ms per run, best of two rounds each; before is main at b19ebc5 with the same harness (for
+the store of that commit, its `append` is timed instead of `append_all`). Measured twice on
+this 2-core machine: at a load average of about 30 (other sessions' JVMs), and on the quiet
+machine (load 0.5, 2026-12-02, after this issue's group-commit rework and call-id caching):
 
-| part | before | after |
-| --- | ---: | ---: |
-| journal appends (encode, commit, fsync) | 9.4 | 3.4 |
-| hops (both kinds) | 4.4 | 1.7 |
-| the run itself (agent, call, building records) | 1.4 | 1.3 |
-| `KeyState` reads and writes | 0.06 | 0.02 |
-| total | 15.2 | 6.4 |
+| part | before, load 30 | after, load 30 | before, quiet | after, quiet |
+| --- | ---: | ---: | ---: | ---: |
+| journal appends (encode, commit, fsync) | 9.4 | 3.4 | 1.65 | 1.17 |
+| hops (both kinds) | 4.4 | 1.7 | 0.95 | 0.57 |
+| the run itself (agent, call, building records) | 1.4 | 1.3 | 0.75 | 0.59 |
+| `KeyState` reads and writes | 0.06 | 0.02 | 0.04 | 0.03 |
+| total | 15.2 | 6.4 | 3.40 | 2.37 |
 
-At that load every hop and every fsync waits for a core, so the absolute figures are several
-times those of a quiet machine (there, issue 21 measured 2.9 ms per run in a Flink job, and a
-raw SQLite commit takes about 0.15 ms); run `python -m benchmarks.per_run` to see them. The
-`KeyState` decode grows with the key's pending inputs: about 0.1 ms at 100 and 1.6 ms at 1,000
-at that load, once per input, so a key with a long queue pays it quadratically. Beyond
+Under load every hop and every fsync waits for a core, which is why the loaded figures are
+several times the quiet ones; run `python -m benchmarks.per_run` to see them on your machine.
+The `KeyState` decode grows with the key's pending inputs: about 0.1 ms at 100 and 1.6 ms at
+1,000 at load 30, once per input, so a key with a long queue pays it quadratically. Beyond
 this harness, a run in a Flink job also waits for the timer that collects it (a round trip
 between the Java operator and the Python worker, see `flink.latency.irregular.p99`).
 """
