@@ -170,26 +170,6 @@ def floor(directory: Path, source: DataStream, call, agent: Agent, sample: str) 
     return source.key_by(key_of).process(function, output_type=Types.STRING())
 
 
-class Stamp(MapFunction):
-    """Writes the times of the first and last output it saw to ``path`` when the job ends."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-
-    def open(self, runtime_context) -> None:
-        self.first = self.last = None
-        self.count = 0
-
-    def map(self, value):
-        self.last = time.perf_counter()
-        self.first = self.first or self.last
-        self.count += 1
-        return value
-
-    def close(self) -> None:
-        Path(self.path).write_text(json.dumps([self.first, self.last, self.count]))
-
-
 class Notify(MapFunction):
     """Tells the benchmark, over a local socket, when each output came out (wall clock)."""
 

@@ -123,9 +123,11 @@ ABOUT: dict[str, About] = {
     ),
     "flink.key.sequential": About(
         "ms per run of the agent operator on SQLite, one key, 200 inputs at once so its runs "
-        "go one after the other, each one instant durable call (timed inside the job from the "
-        "first output to the last, by a map chained in the same Python worker: start-up "
-        "excluded)",
+        "go one after the other, each one instant durable call; from the first output to the "
+        "last, as a map after the operator reports them (start-up excluded). The inputs come "
+        "from a socket source that stays open until every output came out: with a bounded "
+        "source (as measured before 2026-12-02) the end of input drains a key's remaining "
+        "runs in one go and their outputs leave together, which is not a live job's cadence",
         FLOOR + ", timed the same way",
         "ratio<=",
     ),
