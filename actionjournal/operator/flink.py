@@ -4,8 +4,9 @@ The operator keeps each key's :class:`~actionjournal.operator.engine.KeyState`
 in Flink keyed state, so checkpoints and savepoints carry sequence numbers,
 pending inputs, memory and recovery markers. PyFlink gives Python functions no
 snapshot hooks, so nothing here waits for a checkpoint and a checkpoint never
-waits for a run: runs execute on a background event loop, and timers collect
-finished runs on the element-processing thread, where state may be touched.
+waits for a run: runs execute on a background event loop (a key's queued inputs one
+after another, see :mod:`~actionjournal.operator.key_runs`), and timers collect finished
+runs on the element-processing thread, where state may be touched.
 
 A finished run is pushed: its key goes to the draining operator over a loopback
 socket (:mod:`~actionjournal.operator.wakeups`), which fires the key's timer at once.
@@ -55,7 +56,7 @@ from actionjournal.operator import draining, javac
 from actionjournal.operator.config import AgentsConfig
 from actionjournal.operator.dead_letters import DeadLetter
 from actionjournal.operator.engine import AgentEngine, KeyState
-from actionjournal.operator.run import RunResult
+from actionjournal.operator.key_runs import KeyRuns
 from actionjournal.operator.wakeups import RunWakeups
 from actionjournal.stores.base import JournalStore
 from actionjournal.stores.config import open_store
@@ -267,8 +268,8 @@ class AgentFunction(KeyedProcessFunction):
             target=self._loop.run_forever, name="actionjournal-loop", daemon=True
         )
         self._thread.start()
-        self._runs: dict[str, concurrent.futures.Future[RunResult]] = {}
-        self._started: dict[str, float] = {}  # when each key's current run started
+        self._runs: dict[str, KeyRuns] = {}  # busy keys
+        self._started: dict[str, float] = {}  # when each busy key's current run started
         self._typical_s = self.config.poll_interval_ms / 1000  # recent run duration (EWMA)
         # PyFlink 2.3 internals: the keyed state backend knows the current key as Flink
         # serializes it, which is how the operator takes it back (RunWakeups.java).
@@ -322,12 +323,14 @@ class AgentFunction(KeyedProcessFunction):
     def process_element(self, value: Any, ctx: KeyedProcessFunction.Context) -> Iterator[Any]:
         key = ctx.get_current_key()
         key_id = self.engine.key_id(key)
-        idle = key_id not in self._runs
         state = self.engine.accept(self._load(), value, key_id)
         self._save(state)
-        if idle:  # a busy key starts its next input when its run is collected (on_timer)
+        runs = self._runs.get(key_id)
+        if runs is None:
             self._start(key, key_id, state)
             self._arm(ctx, key_id)
+        else:  # busy: its runs take the input, or if they just ran out, their timer starts it
+            runs.offer(state.pending[-1])
         return iter(self._report_binding())
 
     def on_timer(self, timestamp: int, ctx: KeyedProcessFunction.OnTimerContext) -> Iterator[Any]:
@@ -337,46 +340,54 @@ class AgentFunction(KeyedProcessFunction):
         # Not ``timestamp == END_OF_TIME``: the draining operator hands timers over without
         # their timestamp, so that outputs do not carry it (DrainingKeyedProcessOperator.java).
         drain = ctx.time_domain() == TimeDomain.EVENT_TIME
-        run = self._runs.get(key_id)
-        if run is not None and not run.done() and not drain:
+        runs = self._runs.get(key_id)
+        if runs is not None and not runs.has_results and not drain:
             self.engine.counts.run_polled()
             self._arm(ctx, key_id)  # still running: look again later, without touching state
             return
         state = self._load()
-        while state.pending:
-            run = self._start(key, key_id, state)  # after a restore: resumes through replay
-            if not drain and not run.done():
+        if runs is None and state.pending:
+            runs = self._start(key, key_id, state)  # after a restore: resumes through replay
+        while runs is not None:
+            if drain:
+                concurrent.futures.wait([runs.future])
+            for result in runs.collect():
+                state = self.engine.complete(state, result)
+                self._save(state)
+                for event in result.outputs:
+                    output = event.attributes["output"]
+                    # sent events carry their id (send_event set it)
+                    yield AgentOutput(key, event.id, output) if self.with_ids else output  # type: ignore[arg-type]
+                if result.dead_letter is not None:
+                    yield DEAD_LETTERS, result.dead_letter
+            if not runs.over:
                 break
-            result = run.result()  # an agent failure fails the task; Flink restores
-            del self._runs[key_id], self._started[key_id]
-            state = self.engine.complete(state, result)
-            self._save(state)
-            for event in result.outputs:
-                output = event.attributes["output"]
-                # sent events carry their id (send_event set it)
-                yield AgentOutput(key, event.id, output) if self.with_ids else output  # type: ignore[arg-type]
-            if result.dead_letter is not None:
-                yield DEAD_LETTERS, result.dead_letter
-            if state.pending:
-                self._start(key, key_id, state)
+            runs.future.result()  # an agent failure fails the task; Flink restores
+            del self._runs[key_id]
+            self._started.pop(key_id, None)
+            runs = self._start(key, key_id, state) if state.pending else None
         if state.pending:
             self._arm(ctx, key_id)
         else:
             self._disarm(ctx, key_id)
         self._metrics.sync()
 
-    def _start(self, key: Any, key_id: str, state: KeyState) -> concurrent.futures.Future:
-        run = self._runs.get(key_id)
-        if run is None:
-            started = self._started[key_id] = time.monotonic()
-            key_bytes = self._keys._encoded_current_key if self._wakeups else b""
-            coroutine = self.engine.run_next(key, key_id, state)
-            run = self._runs[key_id] = asyncio.run_coroutine_threadsafe(coroutine, self._loop)
-            run.add_done_callback(lambda _: self._finished(key_bytes, started))
-        return run
+    def _start(self, key: Any, key_id: str, state: KeyState) -> KeyRuns:
+        """Run the key's pending inputs one after another (see :class:`KeyRuns`)."""
+        key_bytes = self._keys._encoded_current_key if self._wakeups else b""
+        self._started[key_id] = time.monotonic()
+
+        def finished() -> None:  # on the loop thread, after each run
+            now = time.monotonic()
+            self._finished(key_bytes, self._started.get(key_id, now))
+            self._started[key_id] = now  # the next run starts now
+
+        runs = KeyRuns(self.engine, self._loop, key, key_id, state, finished)
+        self._runs[key_id] = runs
+        return runs
 
     def _finished(self, key_bytes: bytes, started: float) -> None:
-        """On the loop thread (or this one, for a run done at once): push the key, learn."""
+        """On the loop thread, after a run: push the key, learn how long runs take."""
         if self._wakeups is not None:
             self._wakeups.send(key_bytes)
             self.engine.counts.run_woken()
@@ -401,7 +412,7 @@ class AgentFunction(KeyedProcessFunction):
                 self._resume_at[key_id] = now + MAX_POLL_MS
                 timers.register_processing_time_timer(now + MAX_POLL_MS)
             return
-        elapsed = time.monotonic() - self._started[key_id]
+        elapsed = time.monotonic() - self._started.get(key_id, time.monotonic())
         left = self._typical_s - elapsed
         delay_ms = 1000 * (left if left > 0 else elapsed / 4)
         delay_ms = min(max(delay_ms, self.config.poll_interval_ms), MAX_POLL_MS)
