@@ -1,8 +1,9 @@
 """Where the time of a single-key instant run goes, on the Python side of the operator.
 
-The loop the PyFlink operator runs when a key's queued inputs drain (``AgentFunction.on_timer``
-at the end of a bounded input), without Flink: one key, ``N`` inputs queued first, each run
-one instant durable call on a fresh SQLite journal. Each part is timed where it happens:
+The loop the PyFlink operator ran when a key's queued inputs drained (``AgentFunction.on_timer``
+at the end of a bounded input, before operator/key_runs.py chained a key's runs on the loop),
+without Flink: one key, ``N`` inputs queued first, each run one instant durable call on a
+fresh SQLite journal. Each part is timed where it happens:
 
 * thread hops: the worker thread handing a run to the event loop and taking its result back,
   and every ``asyncio.to_thread`` of a run (a sync action's body, a journal write), each
