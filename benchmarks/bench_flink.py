@@ -20,12 +20,14 @@ operator against its durability floor (benchmarks/flink_jobs.py), every side in 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import random
 import socket
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -52,18 +54,8 @@ def _per_run_ms(directory: Path, side: str, elements: list[str]) -> float:
     remaining runs in one go and emits their outputs together, which is not the cadence of
     runs in a live job. A map after the operator reports each output (start-up excluded).
     """
-    directory.mkdir()
-    inputs, answers = _listener(), _listener()
-    env, agents = flink_jobs.environment(directory)
-    source = _socket_source(env, inputs)
-    agent = flink_jobs.Instant()
-    if side == "ours":
-        out = flink_jobs.ours(agents, source, agent)
-    else:
-        out = flink_jobs.floor(directory, source, flink_jobs.instant, agent, elements[0])
-    out.map(flink_jobs.Notify(answers.getsockname()[1]))
-    job = env.execute_async(f"bench {side}")
-    try:
+    job = _socket_job(directory, side, flink_jobs.Instant(), flink_jobs.instant, elements[0])
+    with job as (inputs, answers):
         feed, _ = inputs.accept()
         with feed:
             feed.sendall("".join(f"{element}\n" for element in elements).encode())
@@ -71,6 +63,33 @@ def _per_run_ms(directory: Path, side: str, elements: list[str]) -> float:
             told.settimeout(ANSWER_TIMEOUT_S)
             with told, told.makefile("r") as lines:
                 times = [float(lines.readline().split(" ", 1)[0]) for _ in elements]
+    return (times[-1] - times[0]) / (len(times) - 1) * 1e3
+
+
+@contextlib.contextmanager
+def _socket_job(
+    directory: Path, side: str, agent, call, sample: str, latency: bool = False
+) -> Iterator[tuple[socket.socket, socket.socket]]:
+    """A job of ``side`` (ours, or the floor making ``call``) reading lines from a socket
+    source and reporting each output to the benchmark (:class:`flink_jobs.Notify`).
+
+    Yields the listeners the source and the reporting map connect to; once the body closed
+    the input, waits for the job to end (cancels it if the body failed).
+    """
+    directory.mkdir()
+    inputs, answers = _listener(), _listener()
+    env, agents = flink_jobs.environment(directory)
+    if latency:
+        env.set_buffer_timeout(0)  # records go downstream at once
+    source = _socket_source(env, inputs)
+    if side == "ours":
+        out = flink_jobs.ours(agents, source, agent)
+    else:
+        out = flink_jobs.floor(directory, source, call, agent, sample)
+    out.map(flink_jobs.Notify(answers.getsockname()[1]))
+    job = env.execute_async(f"bench {side}")
+    try:
+        yield inputs, answers
         job.get_job_execution_result().result()
     except BaseException:
         job.cancel()
@@ -78,7 +97,6 @@ def _per_run_ms(directory: Path, side: str, elements: list[str]) -> float:
     finally:
         inputs.close()
         answers.close()
-    return (times[-1] - times[0]) / (len(times) - 1) * 1e3
 
 
 def _socket_source(env, listener: socket.socket) -> DataStream:
@@ -113,22 +131,13 @@ def _added_ms(
     (a user waiting for each answer). A map after the operator reports every answer. A first
     message, not counted, starts the Python worker.
     """
-    directory.mkdir()
     asked = enumerate(durations[:1] + durations)
     messages = [json.dumps({"k": "chat", "i": i, "d": d}) for i, d in asked]
-    inputs, answers = _listener(), _listener()
-    env, agents = flink_jobs.environment(directory)
-    env.set_buffer_timeout(0)  # a latency job: records go downstream at once
-    source = _socket_source(env, inputs)
-    agent = flink_jobs.Paused()
-    if side == "ours":
-        out = flink_jobs.ours(agents, source, agent)
-    else:
-        out = flink_jobs.floor(directory, source, flink_jobs.pause_sync, agent, messages[0])
-    out.map(flink_jobs.Notify(answers.getsockname()[1]))
-    job = env.execute_async(f"bench {side}")
     added = []
-    try:
+    job = _socket_job(
+        directory, side, flink_jobs.Paused(), flink_jobs.pause_sync, messages[0], latency=True
+    )
+    with job as (inputs, answers):
         feed, _ = inputs.accept()
         with feed:
             for i, message in enumerate(messages):
@@ -145,14 +154,7 @@ def _added_ms(
                     came = float(at)
                     way_in, way_out = got["entered"] - sent, came - got["done"]
                     added.append(((came - sent - got["took"]) * 1e3, way_in * 1e3, way_out * 1e3))
-        job.get_job_execution_result().result()
         told.close()
-    except BaseException:
-        job.cancel()
-        raise
-    finally:
-        inputs.close()
-        answers.close()
     return added
 
 
