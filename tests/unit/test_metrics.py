@@ -8,9 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
+import time
 import urllib.request
+from pathlib import Path
 
 import pytest
+from prometheus_client import generate_latest
+from prometheus_client.openmetrics.exposition import generate_latest as openmetrics_latest
 from pydantic import ValidationError
 
 from actionjournal import (
@@ -31,7 +36,7 @@ from actionjournal.durable.errors import (
     PayloadTooLargeError,
     RunJournalTooLongError,
 )
-from actionjournal.durable.stats import JournalMetrics, MetricGroupMirror
+from actionjournal.durable.stats import JournalMetrics, MetricGroupMirror, note_foreign, reading
 from actionjournal.stores import MemoryStore, SqliteStore
 
 CALLS: list[str] = []
@@ -376,6 +381,75 @@ def test_http_exporter_serves_the_runner_metrics():
     assert 'actionjournal_calls_total{outcome="replayed"} 0.0' in body
     assert "# TYPE actionjournal_journal_append_seconds histogram" in body
     assert 'actionjournal_journal_append_seconds_count{backend="memory"} 4.0' in body
+
+
+EXPOSITIONS = {  # the same metrics in both formats a scraper may ask for
+    "metrics_exposition.txt": generate_latest,
+    "metrics_exposition.openmetrics.txt": openmetrics_latest,
+}
+
+
+CREATED = r"^(\S+_created(?:\{[^}]*\})?) (\S+)$"
+
+
+def every_report(m: JournalMetrics) -> None:
+    """Each reporting method once or more, with fixed values (durations on bucket edges and
+    between them, a second backend, label values in a non-sorted order)."""
+    m.call("replayed", 3)
+    m.call("diverged")
+    m.call_executed(0.001)
+    m.call_executed(0.0123)
+    m.call_executed(400.0)
+    m.attempt("succeeded")
+    m.attempt("retried")
+    m.retry(0.25)
+    m.action("replayed")
+    m.run("dead_lettered")
+    m.run_woken()
+    m.run_polled()
+    m.run_polled()
+    m.appended("sqlite", 120, 0.0002)
+    m.appended("memory", 80, 0.5)
+    m.appended("sqlite", 64, 20.0)
+    m.append_failed("kafka")
+    m.recovered("memory", 0.004, 7, 5)
+    m.guard_hit("run_records", "warn")
+    m.add("actions_executed", 2)
+    note_foreign_records(m, 4)
+
+
+def note_foreign_records(m: JournalMetrics, n: int) -> None:
+    token = reading.set(m)
+    try:
+        note_foreign(n)
+    finally:
+        reading.reset(token)
+
+
+@pytest.mark.parametrize("golden", EXPOSITIONS)
+def test_exposition_is_the_documented_one(golden: str):
+    """The text Prometheus scrapes, byte for byte: names, help, types, label order, bucket
+    bounds, values and one ``_created`` timestamp per series (set when the series began)."""
+    before = time.time()
+    m = JournalMetrics()
+    every_report(m)
+    after = time.time()
+    text = EXPOSITIONS[golden](m.registry).decode()
+    created = [float(v) for _, v in re.findall(CREATED, text, re.MULTILINE)]
+    assert len(created) == 36 and all(before <= v <= after for v in created)
+    masked = re.sub(CREATED, r"\1 <time>", text, flags=re.MULTILINE)
+    assert masked == (Path(__file__).parent / "data" / golden).read_text()
+    assert m.as_dict() == {
+        "executed": 3,
+        "replayed": 3,
+        "reconciled": 0,
+        "unknown": 0,
+        "diverged": 1,
+        "actions_executed": 2,
+        "actions_replayed": 1,
+    }
+    assert m.value("actionjournal_journal_append_seconds_count", backend="sqlite") == 2
+    assert m.value("actionjournal_journal_append_seconds_count", backend="nowhere") == 0
 
 
 class FakeCounter:
