@@ -391,8 +391,7 @@ class ActionCalls:
                         "when the run does)"
                     )
                 raise
-            self.counts.call_executed(time.perf_counter() - clock)
-            self.counts.attempt("succeeded")
+            self.counts.call_executed(time.perf_counter() - clock, succeeded=True)
             return (yield from self._succeeded(finish, fid, cid, attempt, value))
 
     def _succeeded(

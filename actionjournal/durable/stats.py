@@ -1,10 +1,16 @@
-"""What the engine counts and times, as Prometheus metrics in a registry of its own.
+"""What the engine counts and times, exposed as Prometheus metrics in a registry of its own.
 
 Every engine (a local runner, a Flink operator subtask) has one :class:`JournalMetrics`
 with its own ``CollectorRegistry``, so nothing leaks between engines in one process and a
 test can read exact values. A replayed call is counted as ``replayed`` and never as a fresh
 execution, and only executed calls add a duration sample: replaying a result takes no time
 and must not drag the latency histogram towards 0 ms.
+
+Counting is on the path of every durable call, so it adds plain numbers under one lock,
+and a Prometheus collector turns them into the samples prometheus_client's own ``Counter``
+and ``Histogram`` would expose (names, help, labels, buckets and ``_created``; the exact
+text is pinned by tests/unit/test_metrics.py). Their locks, one per value, cost more than
+the rest of a durable call on the memory store.
 
 The metrics are listed, with their meaning, in docs/operations.md ("Metrics"). They are
 served over HTTP by :meth:`JournalMetrics.serve`, and inside a Flink job the counters are
@@ -14,13 +20,20 @@ import Flink: the mirror takes any object shaped like a Flink ``MetricGroup``).
 
 from __future__ import annotations
 
+import bisect
 import contextvars
+import math
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
+from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client import metrics as prometheus_metrics
+from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
 
 CALL_OUTCOMES = ("executed", "replayed", "reconciled", "unknown", "diverged")
 ACTION_OUTCOMES = ("executed", "replayed")
@@ -53,224 +66,266 @@ _LEGACY = {
 }
 
 
-class JournalMetrics:
+@dataclass(frozen=True)
+class _Family:
+    """One metric as prometheus_client names it (a counter's name without ``_total``)."""
+
+    name: str
+    help: str
+    labels: tuple[str, ...] = ()
+    buckets: tuple[float, ...] = ()  # a histogram's upper bounds (+Inf implied); none: counter
+
+
+CALLS = _Family(
+    "actionjournal_calls",
+    "Durable calls by what happened to them: executed (the function ran), replayed "
+    "(the recorded outcome was returned), reconciled (a reconciler settled an unknown "
+    "outcome), unknown (a call found started without outcome on recovery), diverged "
+    "(the call differs from the journal)",
+    ("outcome",),
+)
+CALL_SECONDS = _Family(
+    "actionjournal_call_duration_seconds",
+    "Wall time of executed durable calls (replayed and reconciled calls add no sample)",
+    buckets=CALL_BUCKETS,
+)
+ACTIONS = _Family(
+    "actionjournal_actions",
+    "Action executions: executed (the action body ran and completed) or replayed "
+    "(a completed action's memory updates and events re-applied from the journal)",
+    ("outcome",),
+)
+ATTEMPTS = _Family(
+    "actionjournal_call_attempts",
+    "Attempts of durable calls (function invocations) by how they ended: succeeded, "
+    "retried (failed; the retry policy tries again: CallAttemptFailed journaled) or "
+    "failed (the call's final failure, journaled unless record_failures=False)",
+    ("result",),
+)
+RETRIES = _Family(
+    "actionjournal_call_retries",
+    "Retries started: attempts made after a failed attempt, those resumed after a restart included",
+)
+BACKOFF_SECONDS = _Family(
+    "actionjournal_call_backoff_seconds",
+    "Seconds durable calls waited between attempts (after a restart: only what was left)",
+)
+RUNS = _Family(
+    "actionjournal_runs",
+    "Runs (one input of one key): completed (RunCompleted journaled now), replayed "
+    "(the journal already held its RunCompleted), failed (the run failed the task, "
+    "on_run_failure='fail' or a try of 'retry-then-dead-letter') or dead_lettered (a "
+    "final RunFailed journaled now, the input sent to the dead letters)",
+    ("outcome",),
+)
+APPEND_SECONDS = _Family(
+    "actionjournal_journal_append_seconds",
+    "Time until an append was durable (encode, write, commit or ack), per store backend",
+    ("backend",),
+    APPEND_BUCKETS,
+)
+APPEND_BYTES = _Family(
+    "actionjournal_journal_append_bytes",
+    "Encoded bytes of the records appended, per store backend",
+    ("backend",),
+)
+APPEND_ERRORS = _Family(
+    "actionjournal_journal_append_errors",
+    "Appends that failed (the record is not kept), per store backend",
+    ("backend",),
+)
+RECOVERY_SECONDS = _Family(
+    "actionjournal_recovery_seconds",
+    "Time to read and index one key's journal after a (re)start, per store backend",
+    ("backend",),
+    RECOVERY_BUCKETS,
+)
+RECOVERY_RECORDS = _Family(
+    "actionjournal_recovery_records",
+    "Journal records read during recovery: scanned (the key's records after its "
+    "marker) and applied (those indexed for replay: current epoch, runs not yet done)",
+    ("kind",),
+)
+FOREIGN_RECORDS = _Family(
+    "actionjournal_foreign_records",
+    "Records in the journal that actionjournal did not write (no record envelope, no "
+    "actionjournal headers), skipped by recovery reads with a warning",
+)
+GUARD_HITS = _Family(
+    "actionjournal_guard_hits",
+    "Guard thresholds crossed: guard payload_bytes (one encoded value) or run_records "
+    "(records of one run), level warn (logged) or fail (refused with an error)",
+    ("guard", "level"),
+)
+RUN_WAKEUPS = _Family(
+    "actionjournal_run_wakeups",
+    "Flink operator: finished runs reported to the operator as they finished, which "
+    "emits them at once",
+)
+RUN_POLLS = _Family(
+    "actionjournal_run_polls",
+    "Flink operator: timers that looked at a key's run and found it still running "
+    "(each costs a round trip to the Python worker)",
+)
+# In the order they are exposed.
+FAMILIES: tuple[_Family, ...]
+FAMILIES = (CALLS, CALL_SECONDS, ACTIONS, ATTEMPTS, RETRIES, BACKOFF_SECONDS, RUNS)
+FAMILIES += (APPEND_SECONDS, APPEND_BYTES, APPEND_ERRORS, RECOVERY_SECONDS, RECOVERY_RECORDS)
+FAMILIES += (FOREIGN_RECORDS, GUARD_HITS, RUN_WAKEUPS, RUN_POLLS)
+# A histogram's ``le`` label values, +Inf last, spelled as prometheus_client spells them.
+_LE: dict[_Family, list[str]] = {
+    f: [floatToGoString(b) for b in (*f.buckets, math.inf)]  # type: ignore[no-untyped-call]
+    for f in FAMILIES
+    if f.buckets
+}
+
+
+class _Count:
+    """One counter series."""
+
+    __slots__ = ("created", "value")
+
+    def __init__(self) -> None:
+        self.value = 0.0
+        self.created = time.time()
+
+
+class _Spread:
+    """One histogram series: a count per bucket (the last one +Inf) and the sum."""
+
+    __slots__ = ("bounds", "counts", "created", "sum")
+
+    def __init__(self, bounds: tuple[float, ...]) -> None:
+        self.bounds = bounds
+        self.counts = [0] * (len(bounds) + 1)
+        self.sum = 0.0
+        self.created = time.time()
+
+    def observe(self, value: float) -> None:
+        """Called under the metrics' lock. A bucket holds values up to its bound, inclusive."""
+        self.counts[bisect.bisect_left(self.bounds, value)] += 1
+        self.sum += value
+
+
+class JournalMetrics(Collector):
     """The metrics of one engine. Thread-safe: runs and calls report from worker threads."""
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry if registry is not None else CollectorRegistry()
-        r = self.registry
-        self.calls = Counter(
-            "actionjournal_calls",
-            "Durable calls by what happened to them: executed (the function ran), replayed "
-            "(the recorded outcome was returned), reconciled (a reconciler settled an unknown "
-            "outcome), unknown (a call found started without outcome on recovery), diverged "
-            "(the call differs from the journal)",
-            ["outcome"],
-            registry=r,
-        )
-        self.call_seconds = Histogram(
-            "actionjournal_call_duration_seconds",
-            "Wall time of executed durable calls (replayed and reconciled calls add no sample)",
-            buckets=CALL_BUCKETS,
-            registry=r,
-        )
-        self.actions = Counter(
-            "actionjournal_actions",
-            "Action executions: executed (the action body ran and completed) or replayed "
-            "(a completed action's memory updates and events re-applied from the journal)",
-            ["outcome"],
-            registry=r,
-        )
-        self.attempts = Counter(
-            "actionjournal_call_attempts",
-            "Attempts of durable calls (function invocations) by how they ended: succeeded, "
-            "retried (failed; the retry policy tries again: CallAttemptFailed journaled) or "
-            "failed (the call's final failure, journaled unless record_failures=False)",
-            ["result"],
-            registry=r,
-        )
-        self.retries = Counter(
-            "actionjournal_call_retries",
-            "Retries started: attempts made after a failed attempt, those resumed after a "
-            "restart included",
-            registry=r,
-        )
-        self.backoff_seconds = Counter(
-            "actionjournal_call_backoff_seconds",
-            "Seconds durable calls waited between attempts (after a restart: only what was left)",
-            registry=r,
-        )
-        self.runs = Counter(
-            "actionjournal_runs",
-            "Runs (one input of one key): completed (RunCompleted journaled now), replayed "
-            "(the journal already held its RunCompleted), failed (the run failed the task, "
-            "on_run_failure='fail' or a try of 'retry-then-dead-letter') or dead_lettered (a "
-            "final RunFailed journaled now, the input sent to the dead letters)",
-            ["outcome"],
-            registry=r,
-        )
-        self.append_seconds = Histogram(
-            "actionjournal_journal_append_seconds",
-            "Time until an append was durable (encode, write, commit or ack), per store backend",
-            ["backend"],
-            buckets=APPEND_BUCKETS,
-            registry=r,
-        )
-        self.append_bytes = Counter(
-            "actionjournal_journal_append_bytes",
-            "Encoded bytes of the records appended, per store backend",
-            ["backend"],
-            registry=r,
-        )
-        self.append_errors = Counter(
-            "actionjournal_journal_append_errors",
-            "Appends that failed (the record is not kept), per store backend",
-            ["backend"],
-            registry=r,
-        )
-        self.recovery_seconds = Histogram(
-            "actionjournal_recovery_seconds",
-            "Time to read and index one key's journal after a (re)start, per store backend",
-            ["backend"],
-            buckets=RECOVERY_BUCKETS,
-            registry=r,
-        )
-        self.recovery_records = Counter(
-            "actionjournal_recovery_records",
-            "Journal records read during recovery: scanned (the key's records after its "
-            "marker) and applied (those indexed for replay: current epoch, runs not yet done)",
-            ["kind"],
-            registry=r,
-        )
-        self.foreign_records = Counter(
-            "actionjournal_foreign_records",
-            "Records in the journal that actionjournal did not write (no record envelope, no "
-            "actionjournal headers), skipped by recovery reads with a warning",
-            registry=r,
-        )
-        self.guard_hits = Counter(
-            "actionjournal_guard_hits",
-            "Guard thresholds crossed: guard payload_bytes (one encoded value) or run_records "
-            "(records of one run), level warn (logged) or fail (refused with an error)",
-            ["guard", "level"],
-            registry=r,
-        )
-        self.run_wakeups = Counter(
-            "actionjournal_run_wakeups",
-            "Flink operator: finished runs reported to the operator as they finished, which "
-            "emits them at once",
-            registry=r,
-        )
-        self.run_polls = Counter(
-            "actionjournal_run_polls",
-            "Flink operator: timers that looked at a key's run and found it still running "
-            "(each costs a round trip to the Python worker)",
-            registry=r,
-        )
-        # Every label value exists from the start, so dashboards and tests see zeros.
-        self._call = {o: self.calls.labels(o) for o in CALL_OUTCOMES}
-        self._action = {o: self.actions.labels(o) for o in ACTION_OUTCOMES}
-        self._run = {o: self.runs.labels(o) for o in RUN_OUTCOMES}
-        self._attempt = {o: self.attempts.labels(o) for o in ATTEMPT_RESULTS}
-        self._recovery = {k: self.recovery_records.labels(k) for k in RECOVERY_KINDS}
-        self._guard = {(g, v): self.guard_hits.labels(g, v) for g in GUARDS for v in GUARD_LEVELS}
-        self._backends: dict[str, tuple[Any, Any, Any]] = {}
-        # Every counter series, for mirroring: (exposed name, labels, child).
-        self._series: list[tuple[str, dict[str, str], Any]] = []
-        for name, children, label_names in (
-            ("calls", self._call, ("outcome",)),
-            ("actions", self._action, ("outcome",)),
-            ("runs", self._run, ("outcome",)),
-            ("call_attempts", self._attempt, ("result",)),
-            ("recovery_records", self._recovery, ("kind",)),
-            ("guard_hits", self._guard, ("guard", "level")),
-        ):
-            for label_values, child in children.items():
-                values = label_values if isinstance(label_values, tuple) else (label_values,)
-                self._series.append(
-                    (
-                        f"actionjournal_{name}_total",
-                        dict(zip(label_names, values, strict=True)),
-                        child,
-                    )
-                )
-        self._series.append(("actionjournal_foreign_records_total", {}, self.foreign_records))
-        self._series.append(("actionjournal_call_retries_total", {}, self.retries))
-        self._series.append(("actionjournal_call_backoff_seconds_total", {}, self.backoff_seconds))
-        self._series.append(("actionjournal_run_wakeups_total", {}, self.run_wakeups))
-        self._series.append(("actionjournal_run_polls_total", {}, self.run_polls))
         self._lock = threading.Lock()
+        self._series: dict[_Family, dict[tuple[str, ...], _Count | _Spread]] = {
+            family: {} for family in FAMILIES
+        }
+        # Every label value exists from the start, so dashboards and tests see zeros.
+        self._call = {o: self._count(CALLS, o) for o in CALL_OUTCOMES}
+        self._call_seconds = self._spread(CALL_SECONDS)
+        self._action = {o: self._count(ACTIONS, o) for o in ACTION_OUTCOMES}
+        self._attempt = {o: self._count(ATTEMPTS, o) for o in ATTEMPT_RESULTS}
+        self._retries = self._count(RETRIES)
+        self._backoff = self._count(BACKOFF_SECONDS)
+        self._run = {o: self._count(RUNS, o) for o in RUN_OUTCOMES}
+        self._recovery = {k: self._count(RECOVERY_RECORDS, k) for k in RECOVERY_KINDS}
+        self._foreign = self._count(FOREIGN_RECORDS)
+        self._guard = {(g, v): self._count(GUARD_HITS, g, v) for g in GUARDS for v in GUARD_LEVELS}
+        self._wakeups = self._count(RUN_WAKEUPS)
+        self._polls = self._count(RUN_POLLS)
+        self._backends: dict[str, tuple[_Spread, _Count, _Count]] = {}
+        self._recovery_seconds: dict[str, _Spread] = {}
+        self._executed, self._succeeded = self._call["executed"], self._attempt["succeeded"]
+        self.registry.register(self)
+
+    def _count(self, family: _Family, *labels: str) -> _Count:
+        series = self._series[family][labels] = _Count()
+        return series
+
+    def _spread(self, family: _Family, *labels: str) -> _Spread:
+        series = self._series[family][labels] = _Spread(family.buckets)
+        return series
 
     # -- reporting --------------------------------------------------------------------
 
     def call(self, outcome: str, n: int = 1) -> None:
-        self._call[outcome].inc(n)
+        with self._lock:
+            self._call[outcome].value += n
 
-    def call_executed(self, seconds: float) -> None:
-        """The function of a durable call ran (returned or raised) in ``seconds``."""
-        self._call["executed"].inc()
-        self.call_seconds.observe(seconds)
+    def call_executed(self, seconds: float, succeeded: bool = False) -> None:
+        """The function of a durable call ran (returned or raised) in ``seconds``;
+        ``succeeded``: its attempt counts as succeeded too."""
+        with self._lock:
+            self._executed.value += 1
+            self._call_seconds.observe(seconds)
+            if succeeded:
+                self._succeeded.value += 1
 
     def attempt(self, result: str) -> None:
         """An attempt of a durable call ended: ``succeeded``, ``retried`` or ``failed``."""
-        self._attempt[result].inc()
+        with self._lock:
+            self._attempt[result].value += 1
 
     def retry(self, waited: float) -> None:
         """A retry starts after waiting ``waited`` seconds of backoff."""
-        self.retries.inc()
-        self.backoff_seconds.inc(waited)
+        with self._lock:
+            self._retries.value += 1
+            self._backoff.value += waited
 
     def action(self, outcome: str) -> None:
-        self._action[outcome].inc()
+        with self._lock:
+            self._action[outcome].value += 1
 
     def run(self, outcome: str) -> None:
-        self._run[outcome].inc()
+        with self._lock:
+            self._run[outcome].value += 1
 
     def run_woken(self) -> None:
-        self.run_wakeups.inc()
+        with self._lock:
+            self._wakeups.value += 1
 
     def run_polled(self) -> None:
-        self.run_polls.inc()
+        with self._lock:
+            self._polls.value += 1
 
     def appended(self, backend: str, nbytes: int, seconds: float) -> None:
-        children = self._backends.get(backend) or self._backend(backend)
-        children[0].observe(seconds)
-        children[1].inc(nbytes)
+        with self._lock:
+            series = self._backends.get(backend) or self._backend(backend)
+            series[0].observe(seconds)
+            series[1].value += nbytes
 
     def append_failed(self, backend: str) -> None:
-        children = self._backends.get(backend) or self._backend(backend)
-        children[2].inc()
-
-    def _backend(self, backend: str) -> tuple[Any, Any, Any]:
         with self._lock:
-            children = self._backends.get(backend)
-            if children is None:
-                children = self._backends[backend] = (
-                    self.append_seconds.labels(backend),
-                    self.append_bytes.labels(backend),
-                    self.append_errors.labels(backend),
-                )
-                labels = {"backend": backend}
-                self._series.append(
-                    ("actionjournal_journal_append_bytes_total", labels, children[1])
-                )
-                self._series.append(
-                    ("actionjournal_journal_append_errors_total", labels, children[2])
-                )
-            return children
+            (self._backends.get(backend) or self._backend(backend))[2].value += 1
+
+    def _backend(self, backend: str) -> tuple[_Spread, _Count, _Count]:
+        """The series of a backend's first append (called under the lock)."""
+        series = self._backends[backend] = (
+            self._spread(APPEND_SECONDS, backend),
+            self._count(APPEND_BYTES, backend),
+            self._count(APPEND_ERRORS, backend),
+        )
+        return series
 
     def recovered(self, backend: str, seconds: float, scanned: int, applied: int) -> None:
-        self.recovery_seconds.labels(backend).observe(seconds)
-        self._recovery["scanned"].inc(scanned)
-        self._recovery["applied"].inc(applied)
+        with self._lock:
+            spread = self._recovery_seconds.get(backend)
+            if spread is None:
+                spread = self._recovery_seconds[backend] = self._spread(RECOVERY_SECONDS, backend)
+            spread.observe(seconds)
+            self._recovery["scanned"].value += scanned
+            self._recovery["applied"].value += applied
+
+    def foreign(self, n: int) -> None:
+        """A recovery read skipped ``n`` foreign records."""
+        with self._lock:
+            self._foreign.value += n
 
     def guard_hit(self, guard: str, level: str) -> None:
-        self._guard[(guard, level)].inc()
+        with self._lock:
+            self._guard[(guard, level)].value += 1
 
     def add(self, name: str, n: int = 1) -> None:
         """Count by the legacy name (``executed``, ``actions_replayed``, ...)."""
         family, label = _LEGACY[name]
-        (self._call if family == "calls" else self._action)[label].inc(n)
+        with self._lock:
+            (self._call if family == "calls" else self._action)[label].value += n
 
     # -- reading ----------------------------------------------------------------------
 
@@ -283,15 +338,52 @@ class JournalMetrics:
 
     def as_dict(self) -> dict[str, int]:
         """The call and action counts under their legacy names."""
-        return {
-            name: int((self._call if family == "calls" else self._action)[label]._value.get())
-            for name, (family, label) in _LEGACY.items()
-        }
+        with self._lock:
+            return {
+                name: int((self._call if family == "calls" else self._action)[label].value)
+                for name, (family, label) in _LEGACY.items()
+            }
 
     def counter_samples(self) -> Iterator[tuple[str, dict[str, str], float]]:
         """``(name, labels, value)`` of every counter series (``_total`` names)."""
-        for name, labels, child in list(self._series):
-            yield name, labels, child._value.get()
+        with self._lock:
+            samples = [
+                (f"{family.name}_total", dict(zip(family.labels, labels, strict=True)), s.value)
+                for family, children in self._series.items()
+                if not family.buckets
+                for labels, s in children.items()
+                if isinstance(s, _Count)
+            ]
+        yield from samples
+
+    def describe(self) -> Iterable[Metric]:
+        """The metric names, for the registry's check that no two collectors share one."""
+        return [Metric(f.name, f.help, "histogram" if f.buckets else "counter") for f in FAMILIES]
+
+    def collect(self) -> Iterable[Metric]:
+        """The samples prometheus_client's ``Counter`` and ``Histogram`` would expose."""
+        created = prometheus_metrics._use_created  # its switch for ``_created`` samples
+        with self._lock:
+            snapshot = [
+                (family, [(labels, _state(s)) for labels, s in children.items()])
+                for family, children in self._series.items()
+            ]
+        for family, children in snapshot:
+            metric = Metric(family.name, family.help, "histogram" if family.buckets else "counter")
+            for labels, (values, total, since) in children:
+                named = dict(zip(family.labels, labels, strict=True))
+                if not family.buckets:
+                    metric.add_sample(f"{family.name}_total", named, total)
+                else:
+                    cumulative = 0.0
+                    for le, n in zip(_LE[family], values, strict=True):
+                        cumulative += n
+                        metric.add_sample(f"{family.name}_bucket", {**named, "le": le}, cumulative)
+                    metric.add_sample(f"{family.name}_count", named, cumulative)
+                    metric.add_sample(f"{family.name}_sum", named, total)
+                if created:
+                    metric.add_sample(f"{family.name}_created", named, since)
+            yield metric
 
     def serve(self, port: int = 0, addr: str = "127.0.0.1") -> int:
         """Serve ``/metrics`` over HTTP on ``addr:port`` (0: a free port); returns the port.
@@ -300,6 +392,13 @@ class JournalMetrics:
         """
         server, _thread = start_http_server(port, addr, registry=self.registry)
         return server.server_address[1]
+
+
+def _state(series: _Count | _Spread) -> tuple[list[int], float, float]:
+    """(bucket counts, value or sum, created) of a series, copied under the lock."""
+    if isinstance(series, _Count):
+        return [], series.value, series.created
+    return list(series.counts), series.sum, series.created
 
 
 # The metrics of the engine whose RunWriter is appending in this context (see note_append).
@@ -327,7 +426,7 @@ def note_foreign(n: int) -> None:
     reading)."""
     metrics = reading.get()
     if metrics is not None:
-        metrics.foreign_records.inc(n)
+        metrics.foreign(n)
 
 
 class MetricGroupMirror:
