@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import hashlib
 from collections.abc import Callable
+from types import FunctionType
 from typing import Any
 
 import msgspec
@@ -52,6 +53,8 @@ def key_id(key: Any) -> str:
 
 def function_id(fn: Callable[..., Any]) -> str:
     """``module:qualname`` of the function (partials and bound methods unwrapped)."""
+    if type(fn) is FunctionType:  # the common case, answered directly
+        return f"{fn.__module__ or '?'}:{fn.__qualname__ or type(fn).__qualname__}"
     while isinstance(fn, functools.partial):
         fn = fn.func
     fn = getattr(fn, "__func__", fn)
@@ -74,9 +77,13 @@ def bound_arguments(fn: Callable[..., Any]) -> tuple[list[Any], dict[str, Any]]:
 ARGS_DIGEST_VERSION = "2"  # digests without a version predate canonical encoding (format 1)
 
 
+_ARGS = _framed((b"args",))
+
+
 def arguments_digest(positional: int, parts: list[bytes]) -> str:
     """Digest of a call's arguments: ``positional`` canonical values, then name/value pairs."""
-    return f"{ARGS_DIGEST_VERSION}:{_digest(b'args', str(positional), *parts)}"
+    framed = _ARGS + _framed((str(positional), *parts))
+    return f"{ARGS_DIGEST_VERSION}:{hashlib.blake2b(framed, digest_size=16).hexdigest()}"
 
 
 def is_legacy_digest(digest: str) -> bool:
@@ -120,7 +127,8 @@ def call_ids(
 
     def of(call: str) -> str:
         digest = shared.copy()
-        digest.update(_framed((call,)))
+        data = call.encode()
+        digest.update(len(data).to_bytes(4, "big") + data)  # _framed((call,))
         return digest.hexdigest()
 
     return of

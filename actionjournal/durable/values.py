@@ -370,17 +370,20 @@ class ValueCodec:
 
 
 def _plain_data(value: Any) -> bool:
-    """Only MessagePack's own types: scalars, lists, dicts with scalar keys."""
+    """Only MessagePack's own types: scalars, lists, dicts with scalar keys.
+
+    A container of scalars only, the common case, is checked without a Python-level loop.
+    """
     kind = type(value)
     if kind in _SCALARS:
         return True
     if kind is list:
-        return all(type(v) in _SCALARS or _plain_data(v) for v in value)
-    if kind is dict:
-        return all(type(k) in _SCALARS for k in value) and all(
-            type(v) in _SCALARS or _plain_data(v) for v in value.values()
-        )
-    return False
+        items: Any = value
+    elif kind is dict and _SCALARS.issuperset(map(type, value)):
+        items = value.values()
+    else:
+        return False
+    return _SCALARS.issuperset(map(type, items)) or all(map(_plain_data, items))
 
 
 def _zone(value: datetime.datetime | datetime.time) -> Any:
