@@ -56,7 +56,8 @@ log = logging.getLogger(__name__)
 
 Reconciler = Callable[[CallInfo], Any]  # returns an Outcome, or an awaitable of one
 
-_current_call: contextvars.ContextVar[CallInfo | None] = contextvars.ContextVar(
+# A call being reconciled, or the _Invoke of one running (its CallInfo made when asked for).
+_current_call: contextvars.ContextVar[CallInfo | _Invoke | None] = contextvars.ContextVar(
     "actionjournal_current_call", default=None
 )
 
@@ -64,7 +65,8 @@ _current_call: contextvars.ContextVar[CallInfo | None] = contextvars.ContextVar(
 def current_call() -> CallInfo | None:
     """The durable call running or being reconciled in this context (its ``call_id`` is the
     idempotency key)."""
-    return _current_call.get()
+    call = _current_call.get()
+    return call.info() if isinstance(call, _Invoke) else call
 
 
 def is_coroutine_function(fn: Any) -> bool:
@@ -96,36 +98,68 @@ def refuse_on_loop(what: str, instead: str) -> None:
 _CANCELLED = type_name(asyncio.CancelledError)
 
 
-# Effects the decision generator asks a driver to perform.
-@dataclass(frozen=True)
+# Effects the decision generator asks a driver to perform. Plain classes with slots: one or
+# two are made per durable call, and a frozen dataclass costs several times as much to make.
 class _Write:
-    writer: RunWriter
-    record: JournalRecord
-    context: str  # what the caller is told when the append fails
+    __slots__ = ("context", "record", "writer")
+
+    def __init__(self, writer: RunWriter, record: JournalRecord, context: str) -> None:
+        self.writer = writer
+        self.record = record
+        self.context = context  # what the caller is told when the append fails
 
 
-@dataclass(frozen=True)
 class _Invoke:
-    fn: Callable[..., Any]
-    info: CallInfo
+    """Run the function. Its :class:`CallInfo` is made only when asked for (``current_call``):
+    most functions never ask, and making one costs more than the rest of the effect."""
+
+    __slots__ = ("_info", "args", "attempt", "calls", "cid", "fid", "fn", "kwargs", "opts")
+
+    def __init__(
+        self,
+        calls: ActionCalls,
+        fn: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        opts: CallOptions,
+        fid: str,
+        cid: str,
+        attempt: int,
+    ) -> None:
+        self.calls, self.fn, self.args, self.kwargs = calls, fn, args, kwargs
+        self.opts, self.fid, self.cid, self.attempt = opts, fid, cid, attempt
+        self._info: CallInfo | None = None
+
+    def info(self) -> CallInfo:
+        if self._info is None:
+            self._info = self.calls._info(
+                self.cid, self.opts, self.fid, self.args, self.kwargs, self.attempt
+            )
+        return self._info
 
 
-@dataclass(frozen=True)
 class _Reconcile:
-    reconciler: Reconciler
-    info: CallInfo
+    __slots__ = ("info", "reconciler")
+
+    def __init__(self, reconciler: Reconciler, info: CallInfo) -> None:
+        self.reconciler = reconciler
+        self.info = info
 
 
-@dataclass(frozen=True)
 class _Sleep:
-    seconds: float
+    __slots__ = ("seconds",)
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
 
 
-@dataclass(frozen=True)
 class _AwaitCancel:
     """Replay of a call its action cancelled: wait until the action cancels it again."""
 
-    what: str  # names the call if it cannot wait (a blocking call)
+    __slots__ = ("what",)
+
+    def __init__(self, what: str) -> None:
+        self.what = what  # names the call if it cannot wait (a blocking call)
 
 
 _Effect = _Write | _Invoke | _Reconcile | _Sleep | _AwaitCancel
@@ -256,19 +290,6 @@ class ActionCalls:
         cid: str,
         policy: str,
     ) -> Generator[_Effect, Any, Any]:
-        def info(attempt: int) -> CallInfo:
-            return CallInfo(
-                cid,
-                opts.durable_id,
-                fid,
-                args,
-                kwargs,
-                attempt,
-                self.writer.key_id,
-                self.writer.seq,
-                self.action_name,
-            )
-
         retry = opts.retry or self.config.retry
         attempt, round_start, retry_at = 0, 0, None
         recorded = self.recorded.calls.get(index)
@@ -310,7 +331,8 @@ class ActionCalls:
                 )
             if policy == "reconcile":
                 assert opts.reconciler is not None
-                settled = yield from self._reconcile(opts, info(attempt), index, fid, digest, cid)
+                info = self._info(cid, opts, fid, args, kwargs, attempt)
+                settled = yield from self._reconcile(opts, info, index, fid, digest, cid)
                 if settled is not None:
                     return settled[0]
         elif recorded is not None:  # a failed attempt to retry: resume where the backoff was
@@ -350,7 +372,7 @@ class ActionCalls:
                 raise
             clock = time.perf_counter()
             try:
-                value = yield _Invoke(fn, info(attempt))
+                value = yield _Invoke(self, fn, args, kwargs, opts, fid, cid, attempt)
             except asyncio.CancelledError as exc:
                 self.counts.call_executed(time.perf_counter() - clock)
                 if not self._action_stopping():  # the action cancelled it: journal what happened
@@ -393,6 +415,20 @@ class ActionCalls:
                 raise
             self.counts.call_executed(time.perf_counter() - clock, succeeded=True)
             return (yield from self._succeeded(finish, fid, cid, attempt, value))
+
+    def _info(
+        self,
+        cid: str,
+        opts: CallOptions,
+        fid: str,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        attempt: int,
+    ) -> CallInfo:
+        w = self.writer
+        return CallInfo(
+            cid, opts.durable_id, fid, args, kwargs, attempt, w.key_id, w.seq, self.action_name
+        )
 
     def _succeeded(
         self, finish: Callable[..., _Write], fid: str, cid: str, attempt: int, value: Any
@@ -464,20 +500,23 @@ class ActionCalls:
         reconciled: bool = False,
     ) -> _Write:
         now = time.time()
-        record = self.writer.build(
-            CallFinished,
-            action_id=self.action_id,
-            index=index,
-            call_id=cid,
-            function_id=fid,
-            durable_id=opts.durable_id,
-            arg_digest=digest,
-            value=data,
-            error=capture_error(self.values, exc) if exc is not None else None,
-            at=now,
-            duration=now - started,
-            reconciled=reconciled,
-            attempt=attempt,
+        w = self.writer
+        # Positional: the record is made for every call, and msgspec matches keywords slowly.
+        record = CallFinished(
+            *w.run,
+            self.action_id,
+            index,
+            cid,
+            fid,
+            opts.durable_id,
+            digest,
+            data,  # value
+            capture_error(self.values, exc) if exc is not None else None,
+            now,  # at
+            now - started,  # duration
+            reconciled,
+            w.action or "",
+            attempt,
         )
         return _Write(
             self.writer,
@@ -495,26 +534,27 @@ class ActionCalls:
         Each is encoded canonically; one that cannot be is refused, naming it, rather
         than digested loosely: a changed call must never be answered with a recorded result.
         """
-        bound_args, bound_kwargs = bound_arguments(fn)
-        positional = [*bound_args, *args]
-        named = {**bound_kwargs, **kwargs}
+        if type(fn) is functools.partial:
+            bound_args, bound_kwargs = bound_arguments(fn)
+            positional, named = (*bound_args, *args), {**bound_kwargs, **kwargs}
+        else:
+            bound_args, positional, named = [], args, kwargs
+        canonical = self.values.canonical
+        try:
+            parts = [canonical(value) for value in positional]
+            for name in sorted(named):
+                parts += (name.encode(), canonical(named[name]))
+            return arguments_digest(len(positional), parts)
+        except EncodingError as exc:
+            refused = exc
+        # Again, naming each argument (messages cost, so only now): the error says which one.
         hint = "(its digest tells a changed call from the recorded one)"
-        parts = [
-            self.values.canonical(
-                value,
-                f"argument #{i}{' (bound by functools.partial)' if i < len(bound_args) else ''} "
-                f"of durable call {fid} {hint}",
-            )
-            for i, value in enumerate(positional)
-        ]
+        for i, value in enumerate(positional):
+            bound = " (bound by functools.partial)" if i < len(bound_args) else ""
+            canonical(value, f"argument #{i}{bound} of durable call {fid} {hint}")
         for name in sorted(named):
-            parts += [
-                name.encode(),
-                self.values.canonical(
-                    named[name], f"argument {name}= of durable call {fid} {hint}"
-                ),
-            ]
-        return arguments_digest(len(positional), parts)
+            canonical(named[name], f"argument {name}= of durable call {fid} {hint}")
+        raise refused
 
     def _matches(
         self,
@@ -642,17 +682,20 @@ def _drive_sync(
             return stop.value
         send, error = None, None
         try:
-            if isinstance(effect, _Write):
+            if isinstance(effect, _Invoke):  # the common effects first
+                token = _current_call.set(effect)
+                try:
+                    send = effect.fn(*effect.args, **effect.kwargs)
+                finally:
+                    _current_call.reset(token)
+            elif isinstance(effect, _Write):
                 effect.writer.write(effect.record, effect.context)
-            elif isinstance(effect, _Invoke | _Reconcile):
+            elif isinstance(effect, _Reconcile):
                 token = _current_call.set(effect.info)
                 try:
-                    if isinstance(effect, _Invoke):
-                        send = effect.fn(*effect.info.args, **effect.info.kwargs)
-                    else:
-                        send = effect.reconciler(effect.info)
-                        if inspect.isawaitable(send):
-                            send = _wait(send, loop)
+                    send = effect.reconciler(effect.info)
+                    if inspect.isawaitable(send):
+                        send = _wait(send, loop)
                 finally:
                     _current_call.reset(token)
             elif isinstance(effect, _Sleep):
@@ -679,14 +722,14 @@ async def _drive_async(gen: Generator[_Effect, Any, Any]) -> Any:
             return stop.value
         send, error = None, None
         try:
-            if isinstance(effect, _Write):
-                await _append(effect)
-            elif isinstance(effect, _Invoke):
-                token = _current_call.set(effect.info)
+            if isinstance(effect, _Invoke):  # the common effects first
+                token = _current_call.set(effect)
                 try:
-                    send = await _call(effect.fn, *effect.info.args, **effect.info.kwargs)
+                    send = await _call(effect.fn, *effect.args, **effect.kwargs)
                 finally:
                     _current_call.reset(token)
+            elif isinstance(effect, _Write):
+                await _append(effect)
             elif isinstance(effect, _Reconcile):
                 token = _current_call.set(effect.info)
                 try:

@@ -77,12 +77,16 @@ def bound_arguments(fn: Callable[..., Any]) -> tuple[list[Any], dict[str, Any]]:
 ARGS_DIGEST_VERSION = "2"  # digests without a version predate canonical encoding (format 1)
 
 
-_ARGS = _framed((b"args",))
+_ARGS = [_framed((b"args", str(n))) for n in range(16)]  # the head, by number of positionals
 
 
 def arguments_digest(positional: int, parts: list[bytes]) -> str:
     """Digest of a call's arguments: ``positional`` canonical values, then name/value pairs."""
-    framed = _ARGS + _framed((str(positional), *parts))
+    head = _ARGS[positional] if positional < 16 else _framed((b"args", str(positional)))
+    if len(parts) == 1:  # the common case, framed inline
+        framed = head + len(parts[0]).to_bytes(4, "big") + parts[0]
+    else:
+        framed = head + _framed(tuple(parts))
     return f"{ARGS_DIGEST_VERSION}:{hashlib.blake2b(framed, digest_size=16).hexdigest()}"
 
 

@@ -40,6 +40,11 @@ class RunWriter:
     failure: Exception | None = dataclasses.field(default=None, init=False)
     """The first write of this writer that failed (the action must fail, whatever it caught)."""
     closed: bool = dataclasses.field(default=False, init=False)
+    run: tuple[str, str, int, str, int] = dataclasses.field(init=False, repr=False, compare=False)
+    """namespace, operator_uid, epoch, key_id, seq: the first fields of every record."""
+
+    def __post_init__(self) -> None:
+        self.run = (self.namespace, self.operator_uid, self.epoch, self.key_id, self.seq)
 
     def for_action(self, action: str) -> RunWriter:
         return dataclasses.replace(self, action=action)

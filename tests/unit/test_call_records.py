@@ -1,7 +1,7 @@
 """The records a durable call journals, byte for byte: call ids, argument digests and the
 encoded ``CallFinished``, pinned for calls of every argument shape. A change here breaks
 replay of journals already written (a changed digest is a divergence), so it is never a
-speed-up's side effect."""
+speed-up's side effect. And what ``current_call()`` tells the function it calls."""
 
 from __future__ import annotations
 
@@ -12,10 +12,13 @@ import hashlib
 
 import msgspec
 
-from actionjournal.durable.calls import ActionCalls, CallOptions
+from actionjournal.durable.calls import ActionCalls, CallOptions, current_call
 from actionjournal.durable.config import JournalConfig
+from actionjournal.durable.identity import function_id
+from actionjournal.durable.outcomes import CallInfo
 from actionjournal.durable.records import CallFinished
 from actionjournal.durable.replay import RecordedAction
+from actionjournal.durable.retry import RetryPolicy
 from actionjournal.durable.stats import JournalMetrics
 from actionjournal.durable.writer import RunWriter
 from actionjournal.stores import MemoryStore
@@ -27,7 +30,12 @@ def service(name, value=None):
     return {"name": name, "value": value}
 
 
-service.__module__ = "orders"  # the pinned ids must not depend on how pytest imports this file
+def tick(*args):
+    return len(args)
+
+
+# The pinned ids must not depend on how pytest imports this file.
+service.__module__ = tick.__module__ = "orders"
 
 CALLS = [  # (function, args, kwargs, options)
     (service, ("charge", {"ok": 1, "amount": 2.5}), {}, CallOptions()),
@@ -35,6 +43,8 @@ CALLS = [  # (function, args, kwargs, options)
     (functools.partial(service, "bound"), (), {"value": {"z": (1, 2), "a": {3}}}, CallOptions()),
     (service, ("keys",), {"value": {1: "a", "b": {2: [3]}}}, CallOptions(durable_id="pay-1")),
     (service, ("boom",), {}, CallOptions()),
+    (tick, (), {}, CallOptions()),
+    (tick, tuple(range(17)), {}, CallOptions()),
 ]
 
 # (call_id, arg_digest, sha256 of the encoded record with at=0 and duration=0)
@@ -63,6 +73,16 @@ PINNED = [
         "bdc5851d3f71772e6baa60c704bc15e4",
         "2:4d0a8b2b4af5603e9df7215f54bafc0b",
         "624a1d60317a9c97352ba5f9a544e2ed624912e555b69aacbc513960b50a3445",
+    ),
+    (
+        "8e22d50dcf64b5b78d6d09e0df4f4e31",
+        "2:487448b227b20335af9bd6601c0cf979",
+        "273643a87ffd110b89c316aaed7e39e91a0d4bc429ce2cdc30867e470496265d",
+    ),
+    (
+        "d62ce7d34be585143b0bf393d29028a4",
+        "2:62cf3bf2ab2b27edcf0cf71c05927d31",
+        "7c9b76402e73a795f9273309ad579e7bb5c639a7e9d6644626e075622723b3a0",
     ),
 ]
 
@@ -110,3 +130,43 @@ def test_async_calls_journal_the_same_records():
         return store
 
     assert journaled(asyncio.run(main())) == PINNED
+
+
+SEEN: list[tuple[CallInfo | None, CallInfo | None]] = []
+
+
+def flaky(name, value=None):
+    """Fails its first attempt; notes what current_call() says, twice."""
+    SEEN.append((current_call(), current_call()))
+    if len(SEEN) == 1:
+        raise ConnectionError("transient")
+    return name
+
+
+async def coroutine(name, value=None):
+    SEEN.append((current_call(), current_call()))
+    return name
+
+
+def test_current_call_describes_the_running_call_in_both_drivers():
+    SEEN.clear()
+    ours, _ = calls()
+    retry = CallOptions(retry=RetryPolicy(max_attempts=2, initial_interval=0))
+    ours.execute(flaky, ("a",), {"value": 1}, retry)
+
+    async def main() -> None:
+        await ours.execute_async(flaky, ("b",), {}, CallOptions(durable_id="b-1"))
+        await ours.execute_async(coroutine, ("c",), {}, CallOptions())
+
+    asyncio.run(main())
+    ids = [ours._call_id(f"f:{function_id(flaky)}#0")] * 2
+    ids += [ours._call_id("d:b-1"), ours._call_id(f"f:{function_id(coroutine)}#2")]
+    expected = [
+        CallInfo(ids[0], None, function_id(flaky), ("a",), {"value": 1}, 0, "key-1", 7, "act"),
+        CallInfo(ids[1], None, function_id(flaky), ("a",), {"value": 1}, 1, "key-1", 7, "act"),
+        CallInfo(ids[2], "b-1", function_id(flaky), ("b",), {}, 0, "key-1", 7, "act"),
+        CallInfo(ids[3], None, function_id(coroutine), ("c",), {}, 0, "key-1", 7, "act"),
+    ]
+    assert [first for first, _ in SEEN] == expected
+    assert all(first is again for first, again in SEEN)  # one CallInfo per attempt
+    assert current_call() is None
