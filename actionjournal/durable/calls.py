@@ -414,7 +414,20 @@ class ActionCalls:
                     )
                 raise
             self.counts.call_executed(time.perf_counter() - clock, succeeded=True)
-            return (yield from self._succeeded(finish, fid, cid, attempt, value))
+            # Journal the result; one the journal cannot hold is the call's final failure
+            # instead (journaled, so a replay raises it and never runs the call again).
+            what = f"durable call {fid} (call id {cid})"
+            try:
+                data, value = self.values.roundtrip(value, f"result of {what}")
+                yield finish(data, None, attempt)
+            except EncodingError as exc:  # too large for the journal, or a type it cannot hold
+                yield finish(None, exc, attempt)
+                self._failures[id(exc)] = (
+                    f"{what} returned, but its result cannot be journaled, which is journaled "
+                    "as the call's final outcome: it is not run again;"
+                )
+                raise
+            return value
 
     def _info(
         self,
@@ -429,24 +442,6 @@ class ActionCalls:
         return CallInfo(
             cid, opts.durable_id, fid, args, kwargs, attempt, w.key_id, w.seq, self.action_name
         )
-
-    def _succeeded(
-        self, finish: Callable[..., _Write], fid: str, cid: str, attempt: int, value: Any
-    ) -> Generator[_Effect, Any, Any]:
-        """Journal a result; one the journal cannot hold is the call's final failure instead
-        (journaled, so a replay raises it and never runs the call again)."""
-        what = f"durable call {fid} (call id {cid})"
-        try:
-            data, value = self.values.roundtrip(value, f"result of {what}")
-            yield finish(data, None, attempt)
-        except EncodingError as exc:  # too large for the journal, or of a type it cannot hold
-            yield finish(None, exc, attempt)
-            self._failures[id(exc)] = (
-                f"{what} returned, but its result cannot be journaled, which is journaled as the "
-                "call's final outcome: it is not run again;"
-            )
-            raise
-        return value
 
     def _attempt_failed(
         self,

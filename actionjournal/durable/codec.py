@@ -75,6 +75,10 @@ class RecordCodec:
         self._encoder = msgspec.msgpack.Encoder()
         self._decoder = msgspec.msgpack.Decoder(JournalRecord)
         self._stream = msgspec.msgpack.Decoder(list[int | JournalRecord])
+        flags = FLAG_SIGNED if signing_key is not None else 0
+        self._headers = {  # each record type's envelope header, made once
+            cls: MAGIC + bytes((FORMAT_VERSION, code, flags)) for cls, code in RECORD_TYPES.items()
+        }
 
     @property
     def signed(self) -> bool:
@@ -87,9 +91,7 @@ class RecordCodec:
         )
 
     def encode(self, record: JournalRecord) -> bytes:
-        flags = FLAG_SIGNED if self._key is not None else 0
-        header = MAGIC + bytes((FORMAT_VERSION, RECORD_TYPES[type(record)], flags))
-        data = header + self._encoder.encode(record)
+        data = self._headers[type(record)] + self._encoder.encode(record)
         if self._key is not None:
             data += hmac.digest(self._key, data, hashlib.sha256)
         return data

@@ -76,34 +76,31 @@ class RunWriter:
                 "journaled any more. Await every durable call before the action returns"
             )
         try:
-            return self._append(records, context)
+            if self.budget is not None:
+                for record in records:
+                    self.budget.take(record)
+            token = appending.set(self.metrics)
+            try:
+                if len(records) == 1:
+                    return [self.store.append(records[0])]
+                # Looked up on the class: a wrapper that forwards unknown attributes to the
+                # store it wraps (crash tests) must see every record through its own append.
+                append_all = getattr(type(self.store), "append_all", None)
+                if append_all is None:
+                    return [self.store.append(record) for record in records]
+                return list(append_all(self.store, records))
+            except JournalWriteError as exc:
+                if self.metrics is not None:
+                    identity = getattr(self.store, "identity", None)
+                    self.metrics.append_failed(getattr(identity, "backend", "unknown"))
+                if not context or isinstance(exc, RecordTooLargeError):  # says it all; handled
+                    raise
+                raise JournalWriteError(f"{context}: {exc}") from exc
+            finally:
+                appending.reset(token)
         except RecordTooLargeError:
             raise  # never kept, and the caller journals what it does instead (a call: a failure)
         except Exception as exc:
             if self.failure is None:
                 self.failure = exc
             raise
-
-    def _append(self, records: Sequence[JournalRecord], context: str) -> list[Marker]:
-        if self.budget is not None:
-            for record in records:
-                self.budget.take(record)
-        token = appending.set(self.metrics)
-        try:
-            if len(records) == 1:
-                return [self.store.append(records[0])]
-            # Looked up on the class: a wrapper that forwards unknown attributes to the store
-            # it wraps (crash tests) must see every record through its own append.
-            append_all = getattr(type(self.store), "append_all", None)
-            if append_all is None:
-                return [self.store.append(record) for record in records]
-            return list(append_all(self.store, records))
-        except JournalWriteError as exc:
-            if self.metrics is not None:
-                identity = getattr(self.store, "identity", None)
-                self.metrics.append_failed(getattr(identity, "backend", "unknown"))
-            if not context or isinstance(exc, RecordTooLargeError):  # says it all; handled
-                raise
-            raise JournalWriteError(f"{context}: {exc}") from exc
-        finally:
-            appending.reset(token)
