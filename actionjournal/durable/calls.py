@@ -290,7 +290,6 @@ class ActionCalls:
         cid: str,
         policy: str,
     ) -> Generator[_Effect, Any, Any]:
-        retry = opts.retry or self.config.retry
         attempt, round_start, retry_at = 0, 0, None
         recorded = self.recorded.calls.get(index)
         if recorded is not None and not self._matches(
@@ -381,6 +380,7 @@ class ActionCalls:
             except Exception as exc:
                 self.counts.call_executed(time.perf_counter() - clock)
                 tries = attempt - round_start + 1
+                retry = opts.retry or self.config.retry
                 if tries < retry.max_attempts and retry.retries(exc):
                     wait = retry.wait(tries)
                     retry_at = time.time() + wait
