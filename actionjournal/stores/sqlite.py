@@ -7,10 +7,11 @@ AUTOINCREMENT column, so they never repeat, even after cleanup deletes rows.
 Group commit: appends made while a commit is in progress (other keys' runs, on other
 threads) wait in a queue, and the next commit takes them all: one transaction, one
 multi-row INSERT and one fsync for the lot, each appender returning once that commit is
-done. Only the appenders of that commit are woken, and one waiting appender is handed the
-next commit: with 64 threads, waking all of them at every commit and stepping SQLite once
-per row (each step releases the GIL, which the committing thread then queues to get back)
-cost more than the fsync.
+done. One waiting appender is handed the next commit, and the other appenders of the
+commit are woken in turn, each waking the next as it resumes. A woken thread needs the GIL:
+woken all at once, they mostly slept a second time waiting for it. Stepping SQLite once per
+row cost more than the fsync too: every step releases the GIL, which the committing thread
+then queues to get back behind the appenders.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import time
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from pathlib import Path
 
 from actionjournal.durable.codec import FLAG_SIGNED, RecordCodec
@@ -67,12 +69,15 @@ class _Pending:
 @dataclass(eq=False)
 class _Waiter:
     """The records of one ``append_all`` and how their appender is woken: when their commit
-    is done, or when it is handed the next commit (``lead``)."""
+    is done (``woken``, by the appender before it in ``next`` order), or when it is handed
+    the next commit (``lead``)."""
 
     records: list[_Pending]
     wake: threading.Lock = field(default_factory=threading.Lock)
     lead: bool = False
-    gone: bool = False  # its wait was interrupted: never hand it a commit
+    woken: bool = False
+    next: _Waiter | None = None  # the appender of the same commit it wakes when it resumes
+    gone: bool = False  # its wait was interrupted: never hand it a commit nor wake it
 
     def __post_init__(self) -> None:
         self.wake.acquire()  # held until the appender is woken
@@ -133,14 +138,17 @@ class SqliteStore(MaintenanceStore):
             except BaseException:  # a signal's exception in the main thread: pass on a commit
                 with self._queue_lock:
                     waiter.gone = True
-                    handed = waiter.lead
-                if handed:  # before it was gone: do it, or every later append waits forever
-                    waiter.wake.acquire()  # released by the hand-over (held again, as a leader's)
-                    self._commit_queued()
+                    handed, woken = waiter.lead, waiter.woken
+                # Handed or woken before it was gone: pass it on, or later appends wait forever.
+                if handed or woken:
+                    waiter.wake.acquire()  # released now or in a moment (held again)
+                    self._resumed(waiter)
                 raise
             lead = waiter.lead
+            if not lead:
+                self._wake_from(waiter.next)
         if lead:
-            self._commit_queued()
+            self._commit_queued(waiter)
         markers = []
         for pending in waiter.records:
             if pending.error is not None:
@@ -150,9 +158,28 @@ class SqliteStore(MaintenanceStore):
             markers.append(self.marker(record.key_id, pending.position, record.epoch))
         return markers
 
-    def _commit_queued(self) -> None:
-        """Commit everything queued in one transaction, wake its appenders, and hand the next
-        commit to the first appender that queued meanwhile."""
+    def _resumed(self, waiter: _Waiter) -> None:
+        """Do what an appender's wake-up asks of it: make the commit it was handed, or wake
+        the next appender of its commit."""
+        if waiter.lead:
+            self._commit_queued(waiter)
+        else:
+            self._wake_from(waiter.next)
+
+    def _wake_from(self, waiter: _Waiter | None) -> None:
+        """Wake the first appender from ``waiter`` on (in ``next`` order) that still waits."""
+        with self._queue_lock:
+            while waiter is not None and waiter.gone:
+                waiter = waiter.next
+            if waiter is not None:
+                waiter.woken = True
+        if waiter is not None:
+            waiter.wake.release()
+
+    def _commit_queued(self, leader: _Waiter) -> None:
+        """Commit everything queued in one transaction, hand the next commit to the first
+        appender that queued meanwhile, and wake the first of the others in the commit
+        (``leader`` is the committing appender's own)."""
         with self._queue_lock:
             batch, self._queue = self._queue, []
         pending = [p for waiter in batch for p in waiter.records]
@@ -175,8 +202,10 @@ class SqliteStore(MaintenanceStore):
                     self._committing = False
             if following is not None:
                 following.wake.release()
-            for waiter in batch:
-                waiter.wake.release()
+            waiting = [waiter for waiter in batch if waiter is not leader]
+            for waiter, after in pairwise(waiting):
+                waiter.next = after
+            self._wake_from(waiting[0] if waiting else None)
 
     def _commit(self, batch: list[_Pending]) -> None:
         """One transaction of multi-row INSERTs. Rows of one statement get consecutive

@@ -242,7 +242,7 @@ def test_an_append_interrupted_while_it_waits_leaves_the_store_usable(tmp_path: 
 
 class HandedThenInterrupted:
     """A wake lock whose wait ends with an exception just after its appender was handed the
-    next commit (the moment a signal may also come)."""
+    next commit or woken in its turn (the moment a signal may also come)."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
@@ -287,5 +287,85 @@ def test_an_append_interrupted_when_handed_a_commit_makes_it(tmp_path, monkeypat
     later.start()
     later.join(30)
     assert not later.is_alive(), "an append after the interrupted one never returned"
+    blocker.close()
+    store.close()
+
+
+def queued_behind_a_blocked_commit(store: SqliteStore, blocker: sqlite3.Connection) -> None:
+    """A leader's commit waits on ``blocker``'s write lock, and one more append is queued: it
+    will be handed the next commit, so the appends queued after it are woken one by one."""
+    blocker.execute("BEGIN IMMEDIATE")
+    threading.Thread(target=store.append, args=(rc("leader", 0),), daemon=True).start()
+    while not (store._committing and not store._queue):  # the leader took its batch
+        time.sleep(0.01)
+    threading.Thread(target=store.append, args=(rc("handed", 0),), daemon=True).start()
+    while len(store._queue) < 1:
+        time.sleep(0.01)
+
+
+def append_once_queued(store: SqliteStore, queued: int, key: str) -> threading.Thread:
+    """An append started once ``queued`` appends wait in the queue, so it queues after them."""
+
+    def append() -> None:
+        while len(store._queue) < queued:
+            time.sleep(0.01)
+        store.append(rc(key, 0))
+
+    thread = threading.Thread(target=append, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_appends_after_an_interrupted_one_in_a_commit_are_woken(tmp_path: Path) -> None:
+    """The appenders of a commit wake one another in turn; one whose wait was interrupted
+    before its turn is skipped, and the one after it still returns."""
+    db = tmp_path / "journal.db"
+    store = SqliteStore(db)
+    blocker = sqlite3.connect(db, isolation_level=None)
+    queued_behind_a_blocked_commit(store, blocker)
+    after = append_once_queued(store, 2, "after")  # behind the interrupted one
+
+    def interrupt(signum, frame):
+        raise Interrupted
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.3)
+        with pytest.raises(Interrupted):
+            store.append(rc("interrupted", 0))
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    blocker.execute("ROLLBACK")
+    blocker.close()
+    after.join(30)
+    assert not after.is_alive(), "the append after the interrupted one never returned"
+    assert [r.seq for r in store.read_key("ns", "op", "interrupted", None)] == [0]
+    store.close()
+
+
+def test_an_append_interrupted_when_woken_wakes_the_next(tmp_path, monkeypatch) -> None:
+    """An appender whose wait ends with an exception just after its turn came still wakes
+    the appender after it in the commit."""
+    import actionjournal.stores.sqlite as sqlite_store
+
+    class Waiter(sqlite_store._Waiter):
+        def __post_init__(self) -> None:
+            if threading.current_thread() is threading.main_thread():
+                self.wake = HandedThenInterrupted()  # type: ignore[assignment]
+            super().__post_init__()
+
+    monkeypatch.setattr(sqlite_store, "_Waiter", Waiter)
+    db = tmp_path / "journal.db"
+    store = SqliteStore(db)
+    blocker = sqlite3.connect(db, isolation_level=None, check_same_thread=False)
+    queued_behind_a_blocked_commit(store, blocker)
+    after = append_once_queued(store, 2, "after")
+    threading.Timer(0.3, blocker.execute, args=("ROLLBACK",)).start()
+    with pytest.raises(Interrupted):
+        store.append(rc("interrupted", 0))  # woken in its commit, then interrupted
+    after.join(30)
+    assert not after.is_alive(), "the append after the interrupted one never returned"
+    assert [r.seq for r in store.read_key("ns", "op", "interrupted", None)] == [0]
     blocker.close()
     store.close()
