@@ -416,15 +416,17 @@ class ActionCalls:
             self.counts.call_executed(time.perf_counter() - clock, succeeded=True)
             # Journal the result; one the journal cannot hold is the call's final failure
             # instead (journaled, so a replay raises it and never runs the call again).
-            what = f"durable call {fid} (call id {cid})"
             try:
-                data, value = self.values.roundtrip(value, f"result of {what}")
+                data, value = self.values.roundtrip(
+                    value, f"result of durable call {fid} (call id {cid})"
+                )
                 yield finish(data, None, attempt)
             except EncodingError as exc:  # too large for the journal, or a type it cannot hold
                 yield finish(None, exc, attempt)
                 self._failures[id(exc)] = (
-                    f"{what} returned, but its result cannot be journaled, which is journaled "
-                    "as the call's final outcome: it is not run again;"
+                    f"durable call {fid} (call id {cid}) returned, but its result cannot be "
+                    "journaled, which is journaled as the call's final outcome: it is not run "
+                    "again;"
                 )
                 raise
             return value
@@ -536,9 +538,10 @@ class ActionCalls:
             bound_args, positional, named = [], args, kwargs
         canonical = self.values.canonical
         try:
-            parts = [canonical(value) for value in positional]
-            for name in sorted(named):
-                parts += (name.encode(), canonical(named[name]))
+            parts = list(map(canonical, positional))
+            if named:
+                for name in sorted(named):
+                    parts += (name.encode(), canonical(named[name]))
             return arguments_digest(len(positional), parts)
         except EncodingError as exc:
             refused = exc
