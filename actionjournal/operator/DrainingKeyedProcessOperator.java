@@ -21,10 +21,16 @@
  *
  * Journal binding: PyFlink gives Python functions keyed state only, so a restore cannot
  * tell, before some key runs, which journal the state was written against. The Python
- * function reports its binding (journal identity and epoch, JSON) on a reserved side
- * output, which this operator keeps instead of emitting; it checkpoints it as union list
- * state, and hands what it restored to the Python function's open() as job parameters
- * (initializeState runs before open() builds the Python runner). See docs/upgrade.md.
+ * function reports its binding (journal identity and epoch, JSON) over the wake-up socket
+ * when it opens; this operator checkpoints it as union list state, and hands what it
+ * restored to the Python function's open() as job parameters (initializeState runs before
+ * open() builds the Python runner). See docs/upgrade.md.
+ *
+ * Nothing the Python function emits is kept back here, so PyFlink may chain the Python
+ * operators after this one into the same Python worker. Chained, whatever the function
+ * yields reaches the next function as an element, side outputs included: the function
+ * yields dead letters only when their side output is consumed (job parameter DEAD_LETTERS),
+ * and a consumed side output keeps PyFlink from chaining this operator with the next.
  */
 package io.actionjournal.flink;
 
@@ -37,15 +43,11 @@ import java.util.Map;
 import org.apache.flink.api.common.state.ListState;
 import org.apache.flink.api.common.state.ListStateDescriptor;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
-import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.api.common.typeutils.TypeSerializer;
 import org.apache.flink.api.common.typeutils.base.StringSerializer;
-import org.apache.flink.api.java.tuple.Tuple3;
 import org.apache.flink.api.java.typeutils.RowTypeInfo;
 import org.apache.flink.configuration.Configuration;
-import org.apache.flink.core.memory.ByteArrayInputStreamWithPos;
 import org.apache.flink.core.memory.DataInputDeserializer;
-import org.apache.flink.core.memory.DataInputViewStreamWrapper;
 import org.apache.flink.python.PythonOptions;
 import org.apache.flink.runtime.state.StateInitializationContext;
 import org.apache.flink.runtime.state.StateSnapshotContext;
@@ -70,8 +72,10 @@ public class DrainingKeyedProcessOperator<OUT> extends ExternalPythonKeyedProces
     private transient boolean finished;
     private transient long bundleTime; // python.fn-execution.bundle.time, ms
 
-    /** The side output the Python function reports its binding on (actionjournal/operator/flink.py). */
-    public static final String BINDING_TAG = "actionjournal-journal-binding";
+    /** Job parameter: "true" when the job consumes the dead letters' side output. */
+    public static final String DEAD_LETTERS = "actionjournal.dead-letters";
+    /** The dead letters' side output (DEAD_LETTERS in actionjournal/operator/flink.py). */
+    private static final String DEAD_LETTERS_TAG = "actionjournal-dead-letters";
     /** Job parameter: the bindings restored with the state, a JSON array ("[]": none). */
     public static final String RESTORED_BINDINGS = "actionjournal.restored-bindings";
     /** Job parameter: "true" when the operator's state was restored from a checkpoint. */
@@ -91,7 +95,6 @@ public class DrainingKeyedProcessOperator<OUT> extends ExternalPythonKeyedProces
             RowTypeInfo inputTypeInfo,
             TypeInformation<OUT> outputTypeInfo) {
         super(config, functionInfo, inputTypeInfo, outputTypeInfo);
-        addSideOutputTags(Collections.singletonList(new OutputTag<>(BINDING_TAG, Types.STRING)));
     }
 
     @Override
@@ -105,19 +108,6 @@ public class DrainingKeyedProcessOperator<OUT> extends ExternalPythonKeyedProces
         }
         restoredBindings = new ArrayList<>(distinct);
         bindings = restoredBindings; // until the Python function reports its own
-    }
-
-    @Override
-    public void emitResult(Tuple3<String, byte[], Integer> result) throws Exception {
-        if (!BINDING_TAG.equals(result.f0)) {
-            super.emitResult(result);
-            return;
-        }
-        DataInputViewStreamWrapper input =
-                new DataInputViewStreamWrapper(
-                        new ByteArrayInputStreamWithPos(result.f1, 0, result.f2));
-        Row row = getSideOutputTypeSerializerById(BINDING_TAG).deserialize(input);
-        bindings = Collections.singletonList((String) row.getField(1)); // (timestamp, value)
     }
 
     @Override
@@ -136,7 +126,8 @@ public class DrainingKeyedProcessOperator<OUT> extends ExternalPythonKeyedProces
         wakeups =
                 new RunWakeups(
                         getContainingTask().getMailboxExecutorFactory().createExecutor(priority),
-                        this::emitFinishedRuns);
+                        this::emitFinishedRuns,
+                        binding -> bindings = Collections.singletonList(binding));
         super.open(); // starts the Python function, which connects to wakeups
     }
 
@@ -147,6 +138,11 @@ public class DrainingKeyedProcessOperator<OUT> extends ExternalPythonKeyedProces
             parameters.put(WAKEUPS, wakeups.address());
         }
         parameters.put(RESTORED, String.valueOf(restored));
+        boolean deadLetters = false;
+        for (OutputTag<?> tag : getSideOutputTags()) {
+            deadLetters |= DEAD_LETTERS_TAG.equals(tag.getId());
+        }
+        parameters.put(DEAD_LETTERS, String.valueOf(deadLetters));
         parameters.put(RESTORED_BINDINGS, "[" + String.join(",", restoredBindings) + "]");
         return parameters;
     }

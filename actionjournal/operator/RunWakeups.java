@@ -1,12 +1,13 @@
 /*
  * The keys whose runs just finished, reported by the agent's Python function over a loopback
- * socket and handed to the task thread as mailbox actions.
+ * socket and handed to the task thread as mailbox actions; and the job's journal binding.
  *
  * A Python function can emit only while it handles something Flink sent it (an element or a
  * timer), and a run finishes on a thread of its own in between. Without this the operator
  * learns of a finished run at the key's next timer, which the Python function must guess. The
  * function connects once (port and token from the job parameter WAKEUPS), sends the token,
- * then writes each finished run's key as [int length][the key, serialized as Flink keys it].
+ * then writes each finished run's key as [int length][the key, serialized as Flink keys it],
+ * and its journal binding once as [int -1][int length][JSON, UTF-8].
  * A burst of keys becomes one mailbox action, so many runs that finish together cost one round
  * trip to the Python worker. Compiled with DrainingKeyedProcessOperator.java (draining.py).
  */
@@ -31,20 +32,26 @@ import org.apache.flink.util.function.ThrowingConsumer;
 
 final class RunWakeups implements AutoCloseable {
     private static final int MAX_KEY_BYTES = 16 << 20;
+    private static final int BINDING = -1; // in place of a key's length: the binding follows
 
     private final ServerSocket server;
     private final byte[] token; // hex of 16 random bytes, ASCII
     private final MailboxExecutor mailbox;
     private final ThrowingConsumer<List<byte[]>, Exception> deliver;
+    private final ThrowingConsumer<String, Exception> bind;
     private final ConcurrentLinkedQueue<byte[]> keys = new ConcurrentLinkedQueue<>();
     private final AtomicBoolean scheduled = new AtomicBoolean();
     private final List<Socket> connections = new CopyOnWriteArrayList<>();
 
-    /** Listens on the loopback interface; {@code deliver} runs on the task thread. */
-    RunWakeups(MailboxExecutor mailbox, ThrowingConsumer<List<byte[]>, Exception> deliver)
+    /** Listens on the loopback interface; {@code deliver} and {@code bind} run on the task thread. */
+    RunWakeups(
+            MailboxExecutor mailbox,
+            ThrowingConsumer<List<byte[]>, Exception> deliver,
+            ThrowingConsumer<String, Exception> bind)
             throws IOException {
         this.mailbox = mailbox;
         this.deliver = deliver;
+        this.bind = bind;
         byte[] random = new byte[16];
         new SecureRandom().nextBytes(random);
         StringBuilder hex = new StringBuilder();
@@ -83,6 +90,13 @@ final class RunWakeups implements AutoCloseable {
             }
             while (true) {
                 int length = in.readInt();
+                if (length == BINDING) {
+                    byte[] json = new byte[in.readInt()];
+                    in.readFully(json);
+                    String binding = new String(json, StandardCharsets.UTF_8);
+                    mailbox.execute(() -> bind.accept(binding), "actionjournal: keep the binding");
+                    continue;
+                }
                 if (length < 0 || length > MAX_KEY_BYTES) {
                     return; // not our protocol: the key's timer still finds its run
                 }

@@ -70,11 +70,17 @@ SUPPORTED_PYFLINK = "2.3"  # the draining operator builds on PyFlink 2.3's inter
 DEAD_LETTERS = OutputTag("actionjournal-dead-letters", Types.PICKLED_BYTE_ARRAY())
 """The side output of dead-lettered runs (:class:`DeadLetter` objects); see
 :meth:`AgentJob.dead_letters`."""
-# The journal binding's way through the agent operator (DrainingKeyedProcessOperator.java):
-# reported on a side output the operator keeps, restored as job parameters.
-BINDING_TAG = OutputTag("actionjournal-journal-binding", Types.STRING())
+# Job parameters of the agent operator (DrainingKeyedProcessOperator.java): the journal
+# binding it restored (the function reports its own over the wake-up socket), and whether
+# the job consumes the dead letters.
 RESTORED = "actionjournal.restored"
 RESTORED_BINDINGS = "actionjournal.restored-bindings"
+DEAD_LETTERS_CONSUMED = "actionjournal.dead-letters"
+NOT_KEPT = (
+    "agent %s cannot reach its operator's wake-up socket, so the journal binding is not "
+    "checkpointed: a restore from this job's checkpoints cannot tell which journal they "
+    "were written against until a key with a recovery marker runs"
+)
 NO_BINDING = (
     "the restored state of agent %s names no journal (checkpointed by an older release, "
     "without actionjournal's operator, or before the agent's first input): a restore "
@@ -205,11 +211,9 @@ class AgentJob:
         stream = self._keyed.process(function, output_type=Types.PICKLED_BYTE_ARRAY())
         if jar is not None:
             draining.install(environment.env, stream, jar)
-            # Chained with a Python operator after it, the agent's side output (its journal
-            # binding) would reach that operator as an element instead of the agent operator.
-            stream.disable_chaining()
-            # Unchained, outputs cross a network buffer that is flushed every 100 ms by
-            # default (execution.buffer-timeout); a run's output leaves at once instead.
+            # Outputs to an operator not chained with this one cross a network buffer that is
+            # flushed every 100 ms by default (execution.buffer-timeout); a run's output
+            # leaves at once instead.
             stream.set_buffer_timeout(0)
         self._stream = stream.uid(uid).name(f"agent {uid}")
         return self._stream
@@ -255,7 +259,12 @@ class AgentFunction(KeyedProcessFunction):
             config.on_run_failure,
             config.run_failure_restarts,
         )
-        self._binding = self._bind(runtime_context)
+        binding = self._bind(runtime_context)
+        # Chained with the Python operator after it, every output reaches that operator as
+        # an element, side outputs included; chained, the dead letters have no consumer.
+        self._dead_letters = (
+            runtime_context.get_job_parameter(DEAD_LETTERS_CONSUMED, "true") == "true"
+        )
         # Calls are counted on worker threads; Flink counters are fed on this thread (sync).
         self._metrics = MetricGroupMirror(self.engine.counts, runtime_context.get_metrics_group())
         self._loop = asyncio.new_event_loop()
@@ -275,11 +284,16 @@ class AgentFunction(KeyedProcessFunction):
         # serializes it, which is how the operator takes it back (RunWakeups.java).
         self._keys: Any = getattr(runtime_context, "_keyed_state_backend", None)
         self._wakeups = RunWakeups.connect(runtime_context) if self._keys is not None else None
+        if binding is not None:
+            if self._wakeups is None:
+                log.warning(NOT_KEPT, self.agent.operator_uid)
+            else:
+                self._wakeups.send_binding(binding)
         self._resume_at: dict[str, int] = {}  # with wake-ups: each busy key's timer, in ms
 
     def _bind(self, runtime_context: RuntimeContext) -> str | None:
         """Refuse state written against another journal before any element or timer runs;
-        the binding to report to the agent operator (``None``: no operator keeps it)."""
+        the binding (JSON) to report to the agent operator (``None``: no operator keeps it)."""
         restored = runtime_context.get_job_parameter(RESTORED_BINDINGS, None)
         if restored is None:  # PyFlink's own operator (no JDK, or thread mode): per key only
             return None
@@ -297,13 +311,6 @@ class AgentFunction(KeyedProcessFunction):
             log.warning(NO_BINDING, self.agent.operator_uid)
         binding = self.engine.bind(bindings, audit=first)  # one subtask audits for all
         return msgspec.json.encode(binding).decode()
-
-    def _report_binding(self) -> list[tuple[OutputTag, str]]:
-        """The binding on the operator's side output, once: the operator checkpoints it."""
-        if self._binding is None:
-            return []
-        report, self._binding = self._binding, None
-        return [(BINDING_TAG, report)]
 
     def close(self) -> None:
         self._loop.call_soon_threadsafe(self._loop.stop)
@@ -331,10 +338,9 @@ class AgentFunction(KeyedProcessFunction):
             self._arm(ctx, key_id)
         else:  # busy: its runs take the input, or if they just ran out, their timer starts it
             runs.offer(state.pending[-1])
-        return iter(self._report_binding())
+        return iter(())
 
     def on_timer(self, timestamp: int, ctx: KeyedProcessFunction.OnTimerContext) -> Iterator[Any]:
-        yield from self._report_binding()
         key = ctx.get_current_key()
         key_id = self.engine.key_id(key)
         # Not ``timestamp == END_OF_TIME``: the draining operator hands timers over without
@@ -358,7 +364,7 @@ class AgentFunction(KeyedProcessFunction):
                     output = event.attributes["output"]
                     # sent events carry their id (send_event set it)
                     yield AgentOutput(key, event.id, output) if self.with_ids else output  # type: ignore[arg-type]
-                if result.dead_letter is not None:
+                if result.dead_letter is not None and self._dead_letters:
                     yield DEAD_LETTERS, result.dead_letter
             if not runs.over:
                 break

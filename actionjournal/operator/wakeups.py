@@ -6,7 +6,8 @@ a run finishes in between, on a thread of its own. The draining operator listens
 loopback socket (its job parameter ``actionjournal.wakeups``: port and token); each
 finished run's key sent there makes it fire the key's timer now and finish the bundle
 (unless one finished within the bundle time), so the run's outputs leave within
-milliseconds instead of at the next poll.
+milliseconds instead of at the next poll. The function also reports its journal binding
+there once, which the operator checkpoints.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 PARAMETER = "actionjournal.wakeups"  # DrainingKeyedProcessOperator.WAKEUPS
+BINDING = struct.pack(">i", -1)  # in place of a key's length (RunWakeups.java)
 
 
 class RunWakeups:
@@ -51,11 +53,19 @@ class RunWakeups:
 
     def send(self, key: bytes) -> None:
         """Report a finished run of ``key`` (the key as Flink serializes it)."""
+        self._send(struct.pack(">i", len(key)) + key)
+
+    def send_binding(self, binding: str) -> None:
+        """Report the function's journal binding (JSON), for the operator to checkpoint."""
+        data = binding.encode()
+        self._send(BINDING + struct.pack(">i", len(data)) + data)
+
+    def _send(self, message: bytes) -> None:
         with self._lock:
             if not self.alive:
                 return
             try:
-                self._socket.sendall(struct.pack(">i", len(key)) + key)
+                self._socket.sendall(message)
             except OSError as exc:  # the operator closed (job ending): back to polling
                 self.alive = False
                 log.debug("wake-up socket closed: %s", exc)

@@ -2,8 +2,9 @@
 
 The agent operator hands the bindings it restored to ``AgentFunction.open()`` as job
 parameters; ``open()`` refuses another journal before the subtask processes anything, and
-reports its own binding once, on the side output the operator keeps. A fake runtime
-context plays the operator's part here; tests/e2e/test_flink_binding.py runs the real one.
+reports its own binding over the operator's wake-up socket (tests/unit/test_run_wakeups.py).
+A fake runtime context plays the operator's part here; tests/e2e/test_flink_binding.py runs
+the real one.
 """
 
 from __future__ import annotations
@@ -18,12 +19,7 @@ from actionjournal.durable.errors import CorruptRecordError
 from actionjournal.durable.records import CONTROL_KEY, JournalBinding, UpgradeSkipped
 from actionjournal.operator.config import AgentsConfig
 from actionjournal.operator.engine import AgentEngine
-from actionjournal.operator.flink import (
-    BINDING_TAG,
-    RESTORED,
-    RESTORED_BINDINGS,
-    AgentFunction,
-)
+from actionjournal.operator.flink import RESTORED, RESTORED_BINDINGS, AgentFunction
 from actionjournal.stores import SqliteStore
 
 
@@ -75,16 +71,12 @@ def test_a_binding_of_another_journal_is_refused_at_open(stores):
         fn._bind(Context(restored(JournalBinding(old.identity, 0, "default"))))
 
 
-def test_the_binding_is_reported_once_and_matches_the_store(stores):
+def test_the_binding_to_report_is_the_stores(stores):
     _, new = stores
-    fn = function(new)
-    fn._binding = fn._bind(Context(restored(JournalBinding(new.identity, 0, "default"))))
-    [(tag, report)] = fn._report_binding()
-    assert tag.tag_id == BINDING_TAG.tag_id
+    report = function(new)._bind(Context(restored(JournalBinding(new.identity, 0, "default"))))
     assert msgspec.json.decode(report, type=JournalBinding) == JournalBinding(
         new.identity, 0, "default"
     )
-    assert fn._report_binding() == []
 
 
 def test_without_the_agent_operator_nothing_is_checked_or_reported(stores):

@@ -1,5 +1,6 @@
 """The Python side of the wake-up socket (RunWakeups.java reads what these tests read):
-the token first, then each finished run's key as a big-endian length and the key bytes."""
+the token first, then each finished run's key as a big-endian length and the key bytes, and
+the journal binding as -1, a length and the JSON."""
 
 from __future__ import annotations
 
@@ -44,6 +45,23 @@ def test_sends_the_token_then_each_key_framed():
         wakeups.close()
         assert not wakeups.alive
         wakeups.send(b"after close")  # ignored: the timers still find the run
+
+
+def test_the_binding_is_framed_apart_from_keys():
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        port = server.getsockname()[1]
+        wakeups = RunWakeups.connect(Context({PARAMETER: f"{port} {'cd' * 16}"}))
+        assert wakeups is not None
+        conn, _ = server.accept()
+        with conn:
+            wakeups.send_binding('[["sqlite","/j.db","ü"],0,"default",1]')
+            wakeups.send(b"k")
+            read_exactly(conn, 32)
+            marker, n = struct.unpack(">ii", read_exactly(conn, 8))
+            assert marker == -1
+            assert read_exactly(conn, n).decode() == '[["sqlite","/j.db","ü"],0,"default",1]'
+            assert read_exactly(conn, 5) == struct.pack(">i", 1) + b"k"
+        wakeups.close()
 
 
 def test_without_the_operator_parameter_runs_are_polled_for():
