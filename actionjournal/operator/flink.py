@@ -383,20 +383,26 @@ class AgentFunction(KeyedProcessFunction):
         key_bytes = self._keys._encoded_current_key if self._wakeups else b""
         self._started[key_id] = time.monotonic()
 
-        def finished() -> None:  # on the loop thread, after each run
+        def finished(wake: bool) -> None:  # on the loop thread, after each run
             now = time.monotonic()
-            self._finished(key_bytes, self._started.get(key_id, now))
+            self._finished(key_bytes, self._started.get(key_id, now), wake)
             self._started[key_id] = now  # the next run starts now
 
         runs = KeyRuns(self.engine, self._loop, key, key_id, state, finished)
         self._runs[key_id] = runs
         return runs
 
-    def _finished(self, key_bytes: bytes, started: float) -> None:
-        """On the loop thread, after a run: push the key, learn how long runs take."""
-        if self._wakeups is not None:
-            self._wakeups.send(key_bytes)
-            self.engine.counts.run_woken()
+    def _finished(self, key_bytes: bytes, started: float, wake: bool) -> None:
+        """On the loop thread, after a run: push the key, learn how long runs take.
+
+        One push covers every run of the key that finished before the timer it fires
+        collects them: each push is a timer call into this worker, so a key whose runs
+        finish faster than that round trip does not queue one call per run.
+        """
+        if self._wakeups is not None and self._wakeups.alive:
+            if wake:
+                self._wakeups.send(key_bytes)
+            self.engine.counts.run_woken()  # reported: by its own push or one still out
         # A lost update between threads only blurs an estimate.
         self._typical_s += 0.2 * (time.monotonic() - started - self._typical_s)
 

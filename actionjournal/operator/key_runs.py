@@ -26,9 +26,11 @@ from actionjournal.operator.run import RunResult
 class KeyRuns:
     """The runs of one key's queue, started from the task thread, driven by the loop.
 
-    ``on_finished`` is called on the loop thread after every run (it pushes the key to
-    the operator). Inputs queued while it drives are given to it with :meth:`offer`; once
-    it ran out of inputs it takes none, and the timer starts another from keyed state.
+    ``on_finished(wake)`` is called on the loop thread after every run; ``wake`` is True
+    for the first result since the last :meth:`collect` (the operator pushes the key then:
+    one timer collects every result that finished before it). Inputs queued while it drives
+    are given to it with :meth:`offer`; once it ran out of inputs it takes none, and the
+    timer starts another from keyed state.
     """
 
     def __init__(
@@ -38,7 +40,7 @@ class KeyRuns:
         key: Any,
         key_id: str,
         state: KeyState,
-        on_finished: Callable[[], None],
+        on_finished: Callable[[bool], None],
     ) -> None:
         self._engine, self._key, self._key_id = engine, key, key_id
         self._state = state  # the key's state as if every finished run were collected
@@ -46,6 +48,7 @@ class KeyRuns:
         self._lock = threading.Lock()
         self._finished: list[RunResult] = []
         self._ended = False
+        self._woken = False  # a wake-up went out for results not collected yet
         self.future: concurrent.futures.Future[None] = asyncio.run_coroutine_threadsafe(
             self._drive(), loop
         )
@@ -60,14 +63,21 @@ class KeyRuns:
                     self._finished.append(result)
                     self._state = state
                     self._ended = not state.pending
-                self._on_finished()
-                if self._ended:
+                    ended, wake = self._ended, self._wake()
+                self._on_finished(wake)
+                if ended:
                     return
         except BaseException:
             with self._lock:
                 self._ended = True
-            self._on_finished()
+                wake = self._wake()
+            self._on_finished(wake)
             raise  # the future holds it: the timer raises it once it emitted the results before
+
+    def _wake(self) -> bool:
+        """Under the lock: whether this result needs a wake-up (none is out for the others)."""
+        wake, self._woken = not self._woken, True
+        return wake
 
     def offer(self, pending: PendingInput) -> bool:
         """Queue an input the key accepted meanwhile; False once this ran out of inputs."""
@@ -82,16 +92,18 @@ class KeyRuns:
         """The results finished since the last call, oldest first."""
         with self._lock:
             finished, self._finished = self._finished, []
+            self._woken = False
         return finished
 
     @property
     def has_results(self) -> bool:
         with self._lock:
-            return bool(self._finished) or self.future.done()
+            return bool(self._finished) or self._ended
 
     @property
     def over(self) -> bool:
-        """Every run finished and every result was collected (then ``future.result()``
-        raises the failure that ended them, if one did)."""
+        """Every run finished and every result was collected; ``future.result()`` then
+        returns at once (the loop is leaving :meth:`_drive`), or raises the failure that
+        ended the runs, if one did."""
         with self._lock:
-            return self._ended and not self._finished and self.future.done()
+            return self._ended and not self._finished

@@ -55,12 +55,19 @@ def test_queued_inputs_run_one_after_another_without_being_collected(tmp_path, l
     engine = AgentEngine(Counter(), SqliteStore(tmp_path / "journal.db"))
     state = queued(engine, "a", "b", "c")
     finished = threading.Semaphore(0)
-    runs = KeyRuns(engine, loop, "k", "k", state, finished.release)
+    wakes: list[bool] = []
+
+    def on_finished(wake: bool) -> None:
+        wakes.append(wake)
+        finished.release()
+
+    runs = KeyRuns(engine, loop, "k", "k", state, on_finished)
     for _ in range(3):  # nobody collects meanwhile: each run started after the one before
         assert finished.acquire(timeout=10)
     runs.future.result(timeout=10)
     results = runs.collect()
     assert outputs(results) == ["a:0", "b:1", "c:2"]  # in order, memory carried along
+    assert wakes == [True, False, False]  # one push: the others finished before a collect
     assert runs.over and runs.collect() == []
     assert not runs.offer(engine.accept(state, "d", "k").pending[-1])  # ran out: refused
 
@@ -69,7 +76,7 @@ def test_an_input_offered_while_running_runs_next(tmp_path, loop):
     engine = AgentEngine(Counter(), SqliteStore(tmp_path / "journal.db"))
     gate = threading.Event()
     state = queued(engine, "a")
-    runs = KeyRuns(engine, loop, "k", "k", state, lambda: gate.wait(10))  # holds the loop
+    runs = KeyRuns(engine, loop, "k", "k", state, lambda wake: gate.wait(10))  # holds the loop
     later = engine.accept(state, "b", "k")
     assert runs.offer(later.pending[-1])
     gate.set()
@@ -80,9 +87,29 @@ def test_an_input_offered_while_running_runs_next(tmp_path, loop):
 
 def test_a_failed_run_ends_the_runs_after_the_results_before_it(tmp_path, loop):
     engine = AgentEngine(Counter(), SqliteStore(tmp_path / "journal.db"))
-    runs = KeyRuns(engine, loop, "k", "k", queued(engine, "a", "boom", "c"), lambda: None)
+    runs = KeyRuns(engine, loop, "k", "k", queued(engine, "a", "boom", "c"), lambda wake: None)
     with pytest.raises(ActionFailedError):
         runs.future.result(timeout=10)
     assert runs.has_results and not runs.over
     assert outputs(runs.collect()) == ["a:0"]  # the run before it; "c" never started
     assert runs.over  # then the timer raises the failure from the future
+
+
+def test_a_run_finished_after_a_collect_is_pushed_again(tmp_path, loop):
+    engine = AgentEngine(Counter(), SqliteStore(tmp_path / "journal.db"))
+    wakes: list[bool] = []
+    collected = threading.Event()
+
+    def on_finished(wake: bool) -> None:
+        wakes.append(wake)
+        if len(wakes) == 1:
+            collected.wait(10)  # "b" starts once the timer collected "a"
+
+    runs = KeyRuns(engine, loop, "k", "k", queued(engine, "a", "b"), on_finished)
+    while not runs.has_results:
+        threading.Event().wait(0.01)
+    assert outputs(runs.collect()) == ["a:0"]
+    collected.set()
+    runs.future.result(timeout=10)
+    assert outputs(runs.collect()) == ["b:1"]
+    assert wakes == [True, True]  # the push for "a" was answered: "b" needs its own
