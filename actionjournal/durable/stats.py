@@ -362,7 +362,8 @@ class JournalMetrics(Collector):
 
     def collect(self) -> Iterable[Metric]:
         """The samples prometheus_client's ``Counter`` and ``Histogram`` would expose."""
-        created = prometheus_metrics._use_created  # its switch for ``_created`` samples
+        # prometheus_client's switch for ``_created`` samples (PROMETHEUS_DISABLE_CREATED_SERIES).
+        created = getattr(prometheus_metrics, "_use_created", True)
         with self._lock:
             snapshot = [
                 (family, [(labels, _state(s)) for labels, s in children.items()])

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from prometheus_client import generate_latest
+from prometheus_client import metrics as prometheus_metrics
 from prometheus_client.openmetrics.exposition import generate_latest as openmetrics_latest
 from pydantic import ValidationError
 
@@ -450,6 +451,18 @@ def test_exposition_is_the_documented_one(golden: str):
     }
     assert m.value("actionjournal_journal_append_seconds_count", backend="sqlite") == 2
     assert m.value("actionjournal_journal_append_seconds_count", backend="nowhere") == 0
+
+
+def test_exposition_follows_prometheus_clients_switch_for_created_series():
+    m = JournalMetrics()
+    every_report(m)
+    golden = (Path(__file__).parent / "data" / "metrics_exposition.txt").read_text()
+    without = [line for line in golden.splitlines(keepends=True) if "_created" not in line]
+    prometheus_metrics.disable_created_metrics()
+    try:
+        assert generate_latest(m.registry).decode() == "".join(without)
+    finally:
+        prometheus_metrics.enable_created_metrics()
 
 
 class FakeCounter:
