@@ -37,12 +37,18 @@ def append_until_killed(journal: Path) -> list[tuple[str, int, int]]:
             if len(acked) == ACKS_BEFORE_KILL:
                 child.send_signal(signal.SIGKILL)  # commits are in flight now
                 break
-        rest, errors = child.communicate(timeout=60)
+        # Through the same text stream: communicate() would read the pipe past what this
+        # stream has buffered already, and start mid-line.
+        rest = child.stdout.read()
+        child.wait(timeout=60)
     finally:
         if child.poll() is None:
             child.kill()
-    assert child.returncode == -signal.SIGKILL, f"the child ended by itself: {errors}"
-    return acked + [(k, int(s), int(p)) for k, s, p in map(str.split, rest.splitlines())]
+    assert child.stderr is not None
+    assert child.returncode == -signal.SIGKILL, f"the child ended by itself: {child.stderr.read()}"
+    # The kill can cut the last line short: only whole lines are acknowledgements.
+    lines = rest.split("\n")[:-1]
+    return acked + [(k, int(s), int(p)) for k, s, p in map(str.split, lines)]
 
 
 @pytest.mark.parametrize("attempt", range(3))  # the kill lands at a different moment each time
