@@ -35,6 +35,7 @@ from actionjournal.durable.errors import (
     UnsupportedFormatError,
 )
 from actionjournal.durable.events import Event, InputEvent, OutputEvent
+from actionjournal.durable.lazy import lazy_attributes
 from actionjournal.durable.outcomes import CallInfo, Failed, NotStarted, Recovered, StillRunning
 from actionjournal.durable.retry import RetryPolicy
 from actionjournal.operator.context import RunnerContext
@@ -84,3 +85,7 @@ __all__ = [
     "action",
     "current_call",
 ]
+
+# Where a worker unpickling the agent's PyFlink functions starts: this package, imported
+# before any module below it (see actionjournal.operator.flink._revive).
+__getattr__ = lazy_attributes(__name__, {"_revive": "actionjournal.operator.flink"})
