@@ -211,9 +211,13 @@ class AgentJob:
         stream = self._keyed.process(function, output_type=Types.PICKLED_BYTE_ARRAY())
         if jar is not None:
             draining.install(environment.env, stream, jar)
-            # Outputs to an operator not chained with this one cross a network buffer that is
-            # flushed every 100 ms by default (execution.buffer-timeout); a run's output
-            # leaves at once instead.
+            # Not chained with a Python operator after it: PyFlink's worker would build both
+            # functions at job start, on threads of its own, while it builds the key
+            # selector's; unchained, the next one is built once outputs reach it. (Chained,
+            # CI saw jobs fail at start; see docs/flink.md.)
+            stream.disable_chaining()
+            # Unchained, outputs cross a network buffer that is flushed every 100 ms by
+            # default (execution.buffer-timeout); a run's output leaves at once instead.
             stream.set_buffer_timeout(0)
         self._stream = stream.uid(uid).name(f"agent {uid}")
         return self._stream
@@ -288,8 +292,8 @@ class AgentFunction(_FromTop, KeyedProcessFunction):
             config.run_failure_restarts,
         )
         binding = self._bind(runtime_context)
-        # Chained with the Python operator after it, every output reaches that operator as
-        # an element, side outputs included; chained, the dead letters have no consumer.
+        # Dead letters nobody reads are not yielded: were the agent chained with the Python
+        # operator after it, they would reach that operator as elements.
         self._dead_letters = (
             runtime_context.get_job_parameter(DEAD_LETTERS_CONSUMED, "true") == "true"
         )
