@@ -260,7 +260,8 @@ class HandedThenInterrupted:
         self.lock.release()
 
 
-def test_an_append_interrupted_when_handed_a_commit_makes_it(tmp_path, monkeypatch) -> None:
+def interrupt_the_main_threads_wait(monkeypatch) -> None:
+    """Appends from the main thread wait on a :class:`HandedThenInterrupted` wake-up."""
     import actionjournal.stores.sqlite as sqlite_store
 
     class Waiter(sqlite_store._Waiter):
@@ -270,6 +271,10 @@ def test_an_append_interrupted_when_handed_a_commit_makes_it(tmp_path, monkeypat
             super().__post_init__()
 
     monkeypatch.setattr(sqlite_store, "_Waiter", Waiter)
+
+
+def test_an_append_interrupted_when_handed_a_commit_makes_it(tmp_path, monkeypatch) -> None:
+    interrupt_the_main_threads_wait(monkeypatch)
     db = tmp_path / "journal.db"
     store = SqliteStore(db)
     blocker = sqlite3.connect(db, isolation_level=None, check_same_thread=False)
@@ -347,15 +352,7 @@ def test_appends_after_an_interrupted_one_in_a_commit_are_woken(tmp_path: Path) 
 def test_an_append_interrupted_when_woken_wakes_the_next(tmp_path, monkeypatch) -> None:
     """An appender whose wait ends with an exception just after its turn came still wakes
     the appender after it in the commit."""
-    import actionjournal.stores.sqlite as sqlite_store
-
-    class Waiter(sqlite_store._Waiter):
-        def __post_init__(self) -> None:
-            if threading.current_thread() is threading.main_thread():
-                self.wake = HandedThenInterrupted()  # type: ignore[assignment]
-            super().__post_init__()
-
-    monkeypatch.setattr(sqlite_store, "_Waiter", Waiter)
+    interrupt_the_main_threads_wait(monkeypatch)
     db = tmp_path / "journal.db"
     store = SqliteStore(db)
     blocker = sqlite3.connect(db, isolation_level=None, check_same_thread=False)
