@@ -116,6 +116,14 @@ ABOUT: dict[str, About] = {
         "issue 21: the target was ours at least 200,000 records/s (an absolute figure that "
         "moves with the machine), with the same baseline",
     ),
+    "fluss.recovery.read.pybytes": About(
+        "the same reads as `fluss.recovery.read`",
+        "the same raw Arrow scan that also makes each record's bytes a Python `bytes` object "
+        "(by the NumPy route the store takes), no decoding: the baseline a reader that hands "
+        "records to Python can be held to, as it pays at least that. Informational, beside "
+        "`fluss.recovery.read`",
+        "ratio>=",
+    ),
     "flink.concurrency.200x100ms": About(
         "seconds from the first call's arrival to the last call's answer at a local HTTP "
         "service: 200 runs over 200 keys in a PyFlink job at parallelism 1, each one durable "
