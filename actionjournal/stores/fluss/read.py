@@ -25,7 +25,9 @@ def collect(
     turned into Python objects, let alone decoded, and the Python work per key is one slice
     rather than a dictionary lookup per row (recovery spent most of its time here). Columns
     become Python lists through NumPy: ``to_pylist`` makes an Arrow scalar per value first
-    (measured: 0.8 us a row for each of the two columns, against 0.04 us).
+    (measured: 0.8 us a row for each of the two columns, against 0.04 us); put in key order
+    there, as NumPy object arrays, rather than by an Arrow ``take``, which copies the bytes
+    of every record (30,000 rows of ~200 bytes, best of 100: 5.0-6.0 ms before, 3.9-4.1 after).
     """
     mask = pc.and_(pc.equal(batch.column(NAMESPACE), namespace), pc.equal(batch.column(UID), uid))
     if key_id:
@@ -33,16 +35,20 @@ def collect(
     rows = pc.indices_nonzero(mask)
     if len(rows) == 0:
         return
-    keys = batch.column(KEY).take(rows).dictionary_encode()
+    keys, records = batch.column(KEY), batch.column(RECORD)
+    if len(rows) < batch.num_rows:  # else ``rows`` are all of them, in order: nothing to copy
+        keys, records = keys.take(rows), records.take(rows)
+    keys = keys.dictionary_encode()
     by_key = pc.sort_indices(keys.indices)  # stable: each key's rows stay in offset order
     runs = pc.run_end_encode(keys.indices.take(by_key))
-    rows = rows.take(by_key)
-    offsets = _listed(pc.add(rows, base))
-    entries = list(zip(offsets, _listed(batch.column(RECORD).take(rows)), strict=True))
-    names = keys.dictionary.to_pylist()
+    order = by_key.to_numpy()
+    offsets = (rows.to_numpy()[order] + base).tolist()
+    datas = records.to_numpy(zero_copy_only=False)[order].tolist()
+    names = _listed(keys.dictionary)
     start = 0
     for code, end in zip(_listed(runs.values), _listed(runs.run_ends), strict=True):
-        found.setdefault(names[code], []).extend(entries[start:end])
+        run = zip(offsets[start:end], datas[start:end], strict=True)
+        found.setdefault(names[code], []).extend(run)
         start = end
 
 
