@@ -104,6 +104,7 @@ class FlussStore(JournalStore):
         self._conn: Any = None
         self._reader: Any = None  # (connection, table) for reads, opened on first read
         self._reader_opening: asyncio.Task[tuple[Any, Any]] | None = None  # see _open_reader_soon
+        self._earliest_query: tuple[float, asyncio.Task[dict[int, int]]] | None = None
         self._table: Any = None
         self._writer: Any = None
         self._generation = 0
@@ -430,7 +431,7 @@ class FlussStore(JournalStore):
         served: set[str],
     ) -> tuple[Entries, int, int]:
         """The key's entries at ``[start, high)`` and that range (see :meth:`read_key`)."""
-        high = self._end_of(bucket, 0.0 if again else _WAVE_S)
+        high = self._end_of(bucket, 0.0 if again else _WAVE_S, earliest=after is None)
         if after is not None and after.position >= high:
             raise DataLossError(
                 f"the recovery marker of key {key_id} is at offset {after.position} but "
@@ -457,13 +458,23 @@ class FlussStore(JournalStore):
         entries = self._windows.read(bucket, namespace, uid, key_id, start, high, scan, served)
         return entries, start, high
 
-    def _end_of(self, bucket: int, max_age: float) -> int:
-        """The bucket's end offset, probed at most ``max_age`` seconds ago."""
+    def _end_of(self, bucket: int, max_age: float, earliest: bool = False) -> int:
+        """The bucket's end offset, probed at most ``max_age`` seconds ago; a probe also starts
+        the query of the earliest offsets if ``earliest`` (the read needs them next)."""
         timeout = self.config.request_timeout_s
         what = f"reading the end of bucket {bucket}"
         return self._wave_ends.get(
-            bucket, max_age, lambda: self._call(self._read_end(bucket), timeout, what)
+            bucket, max_age, lambda: self._call(self._probe_end(bucket, earliest), timeout, what)
         )
+
+    async def _probe_end(self, bucket: int, earliest: bool) -> int:
+        """:meth:`_read_end`, while what the read needs next is under way: the read
+        connection (if not open), the earliest offsets (if ``earliest``)."""
+        if self._reader is None:
+            self._open_reader_soon()
+        if earliest and self._earliest_stale(bucket, _EARLIEST_TTL_S):
+            self._earliest_asked(_EARLIEST_TTL_S)
+        return await self._read_end(bucket)
 
     def _scan(
         self,
@@ -529,8 +540,6 @@ class FlussStore(JournalStore):
 
     async def _read_end(self, bucket: int) -> int:
         generation = self._generation
-        if self._reader is None:
-            self._open_reader_soon()  # the scan that follows needs it
         try:
             await self._fresh_table()
             return await self._high_watermark(bucket)
@@ -544,12 +553,9 @@ class FlussStore(JournalStore):
         A wave's first read starts it before its offset probes instead of after them: the
         connection and its table handle took ~8 ms of a ~70 ms recovery read.
         """
-        opening = self._reader_opening
-        if opening is None or (opening.done() and (opening.cancelled() or opening.exception())):
-            opening = asyncio.ensure_future(self._open_reader())
-            opening.add_done_callback(lambda t: t.cancelled() or t.exception())  # not "lost"
-            self._reader_opening = opening
-        return opening
+        if self._reader_opening is None or _failed(self._reader_opening):
+            self._reader_opening = _started(self._open_reader())
+        return self._reader_opening
 
     async def _open_reader(self) -> tuple[Any, Any]:
         conn = await fluss.FlussConnection.create(self._reader_config)
@@ -606,20 +612,45 @@ class FlussStore(JournalStore):
 
     def _earliest_of(self, bucket: int, max_age: float) -> int:
         """The bucket's first retained offset; all buckets are asked at once and reused briefly."""
-        at, offsets = self._earliest
-        if time.monotonic() - at > max_age or bucket not in offsets:
+        if self._earliest_stale(bucket, max_age):
             timeout = self.config.request_timeout_s
-            offsets = self._call(self._list_earliest(), timeout, "reading the earliest offsets")
-            self._earliest = (time.monotonic(), offsets)
-        return offsets[bucket]
+            what = "reading the earliest offsets"
+            self._earliest = self._call(self._list_earliest(max_age), timeout, what)
+        return self._earliest[1][bucket]
 
-    async def _list_earliest(self) -> dict[int, int]:
-        admin = self._conn.get_admin()
-        buckets = list(range(self.config.buckets))
-        offsets: dict[int, int] = await admin.list_offsets(
-            self._path, buckets, fluss.OffsetSpec.earliest()
-        )
-        return offsets
+    def _earliest_stale(self, bucket: int, max_age: float) -> bool:
+        at, offsets = self._earliest
+        return time.monotonic() - at > max_age or bucket not in offsets
+
+    async def _list_earliest(self, max_age: float) -> tuple[float, dict[int, int]]:
+        """The earliest offsets of all buckets, and when they were asked for."""
+        asked, query = self._earliest_asked(max_age)
+        return asked, await asyncio.shield(query)
+
+    def _earliest_asked(self, max_age: float) -> tuple[float, asyncio.Task[dict[int, int]]]:
+        """A query of the earliest offsets asked at most ``max_age`` seconds ago (one a wave's
+        first read started beside its end-offset probe, see :meth:`_probe_end`), or a new one.
+
+        Overlapping the two saves a round trip (3-8 ms) of the wave's first read.
+        """
+        earlier = self._earliest_query
+        if (
+            earlier is not None
+            and time.monotonic() - earlier[0] <= max_age
+            and not _failed(earlier[1])
+        ):
+            return earlier
+
+        async def ask() -> dict[int, int]:
+            admin = self._conn.get_admin()
+            buckets = list(range(self.config.buckets))
+            offsets: dict[int, int] = await admin.list_offsets(
+                self._path, buckets, fluss.OffsetSpec.earliest()
+            )
+            return offsets
+
+        self._earliest_query = (time.monotonic(), _started(ask()))
+        return self._earliest_query
 
     # -- closing -----------------------------------------------------------------------------
 
@@ -637,12 +668,27 @@ class FlussStore(JournalStore):
 
     async def _shutdown(self) -> None:
         await self._drop_reader()
+        if self._earliest_query is not None:  # no pyfluss future left pending (see above)
+            with contextlib.suppress(Exception, asyncio.CancelledError):
+                await asyncio.wait_for(asyncio.shield(self._earliest_query[1]), 5)
         if self._conn is not None:
             if self._generation > 0:  # writes were abandoned on it: see _parked
                 _parked.append(self._conn)
             else:
                 await _close_quietly(self._conn, self.name)
         self._conn = self._table = self._writer = None
+
+
+def _started(coro: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
+    """``coro`` as a task whose failure is not logged as never retrieved: whoever awaits it
+    gets it, and no one may."""
+    task = asyncio.ensure_future(coro)
+    task.add_done_callback(lambda t: t.cancelled() or t.exception())
+    return task
+
+
+def _failed(task: asyncio.Task[Any]) -> bool:
+    return task.done() and (task.cancelled() or task.exception() is not None)
 
 
 async def _close_quietly(conn: Any, name: str) -> None:
