@@ -248,13 +248,14 @@ class RecoveryWindow:
     are handed out with every key and never dropped.
     """
 
-    __slots__ = ("control", "end", "keys", "size", "start")
+    __slots__ = ("control", "costs", "end", "keys", "size", "start")
 
     def __init__(self, start: int, control: bool) -> None:
         self.start = self.end = start
         self.control = control
         self.keys: Found = {}
         self.size = 0  # bytes held, roughly
+        self.costs: dict[str, int] = {}  # each key's part of it, not summed again when taken
 
     def cover(self, start: int, end: int, scan: Scan, served: Collection[str]) -> None:
         """Read what ``[start, end)`` adds to the window, leaving out keys in ``served``."""
@@ -269,7 +270,9 @@ class RecoveryWindow:
         for key_id, entries in found.items():
             if key_id in served:
                 continue
-            self.size += _cost(entries)
+            cost = _cost(entries)
+            self.size += cost
+            self.costs[key_id] = self.costs.get(key_id, 0) + cost
             have = self.keys.get(key_id)
             if have is None:
                 self.keys[key_id] = entries
@@ -282,7 +285,7 @@ class RecoveryWindow:
             entries: Entries = []
         else:
             entries = self.keys.pop(key_id, [])
-            self.size -= _cost(entries)
+            self.size -= self.costs.pop(key_id, 0)
         return with_control(entries, self.keys, key_id) if self.control else entries
 
 
