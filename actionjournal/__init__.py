@@ -4,43 +4,49 @@ The names an agent's code needs, and every public error (all defined in
 :mod:`actionjournal.durable.errors`, all subclasses of :class:`ActionJournalError`).
 """
 
-from actionjournal.durable.agent import Agent, action
-from actionjournal.durable.calls import current_call
-from actionjournal.durable.config import JournalConfig
-from actionjournal.durable.errors import (
-    ActionFailedError,
-    ActionJournalError,
-    CleanupBoundaryError,
-    ConfigurationError,
-    ContextClosedError,
-    CorruptRecordError,
-    DataLossError,
-    DivergenceError,
-    EncodingError,
-    JournalWriteError,
-    MarkerMismatchError,
-    PayloadTooLargeError,
-    PickleDisabledError,
-    ReconcileError,
-    RecordedCallError,
-    RecordError,
-    RecordTooLargeError,
-    RecoveryError,
-    RedriveError,
-    RunJournalTooLongError,
-    SignatureError,
-    StoreError,
-    StoreRecreatedError,
-    UnknownOutcomeError,
-    UnsupportedFormatError,
-)
-from actionjournal.durable.events import Event, InputEvent, OutputEvent
-from actionjournal.durable.lazy import lazy_attributes
-from actionjournal.durable.outcomes import CallInfo, Failed, NotStarted, Recovered, StillRunning
-from actionjournal.durable.retry import RetryPolicy
-from actionjournal.operator.context import RunnerContext
-from actionjournal.operator.dead_letters import DeadLetter
-from actionjournal.operator.local import LocalRunner
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from actionjournal._lazy import lazy_attributes
+
+if TYPE_CHECKING:
+    from actionjournal.durable.agent import Agent, action
+    from actionjournal.durable.calls import current_call
+    from actionjournal.durable.config import JournalConfig
+    from actionjournal.durable.errors import (
+        ActionFailedError,
+        ActionJournalError,
+        CleanupBoundaryError,
+        ConfigurationError,
+        ContextClosedError,
+        CorruptRecordError,
+        DataLossError,
+        DivergenceError,
+        EncodingError,
+        JournalWriteError,
+        MarkerMismatchError,
+        PayloadTooLargeError,
+        PickleDisabledError,
+        ReconcileError,
+        RecordedCallError,
+        RecordError,
+        RecordTooLargeError,
+        RecoveryError,
+        RedriveError,
+        RunJournalTooLongError,
+        SignatureError,
+        StoreError,
+        StoreRecreatedError,
+        UnknownOutcomeError,
+        UnsupportedFormatError,
+    )
+    from actionjournal.durable.events import Event, InputEvent, OutputEvent
+    from actionjournal.durable.outcomes import CallInfo, Failed, NotStarted, Recovered, StillRunning
+    from actionjournal.durable.retry import RetryPolicy
+    from actionjournal.operator.context import RunnerContext
+    from actionjournal.operator.dead_letters import DeadLetter
+    from actionjournal.operator.local import LocalRunner
 
 __all__ = [
     "ActionFailedError",
@@ -86,6 +92,48 @@ __all__ = [
     "current_call",
 ]
 
-# Where a worker unpickling the agent's PyFlink functions starts: this package, imported
-# before any module below it (see actionjournal.operator.flink._revive).
-__getattr__ = lazy_attributes(__name__, {"_revive": "actionjournal.operator.flink"})
+_LAZY = {
+    "actionjournal.durable.agent": ("Agent", "action"),
+    "actionjournal.durable.calls": ("current_call",),
+    "actionjournal.durable.config": ("JournalConfig",),
+    "actionjournal.durable.errors": (
+        "ActionFailedError",
+        "ActionJournalError",
+        "CleanupBoundaryError",
+        "ConfigurationError",
+        "ContextClosedError",
+        "CorruptRecordError",
+        "DataLossError",
+        "DivergenceError",
+        "EncodingError",
+        "JournalWriteError",
+        "MarkerMismatchError",
+        "PayloadTooLargeError",
+        "PickleDisabledError",
+        "ReconcileError",
+        "RecordedCallError",
+        "RecordError",
+        "RecordTooLargeError",
+        "RecoveryError",
+        "RedriveError",
+        "RunJournalTooLongError",
+        "SignatureError",
+        "StoreError",
+        "StoreRecreatedError",
+        "UnknownOutcomeError",
+        "UnsupportedFormatError",
+    ),
+    "actionjournal.durable.events": ("Event", "InputEvent", "OutputEvent"),
+    "actionjournal.durable.outcomes": (
+        "CallInfo",
+        "Failed",
+        "NotStarted",
+        "Recovered",
+        "StillRunning",
+    ),
+    "actionjournal.durable.retry": ("RetryPolicy",),
+    "actionjournal.operator.context": ("RunnerContext",),
+    "actionjournal.operator.dead_letters": ("DeadLetter",),
+    "actionjournal.operator.local": ("LocalRunner",),
+}
+__getattr__ = lazy_attributes(__name__, _LAZY)

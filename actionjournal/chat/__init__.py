@@ -4,22 +4,29 @@ See docs/getting-started.md. A model's response is journaled like any durable ca
 result, so after a failure it is replayed and the model is not asked again.
 """
 
-from actionjournal.chat.agent import ChatAgent
-from actionjournal.chat.calls import chat, chat_async, chat_response_async, parse
-from actionjournal.chat.events import ChatRequestEvent, ChatResponseEvent
-from actionjournal.chat.models import (
-    ChatError,
-    ChatModel,
-    ChatModelConfig,
-    ChatResponse,
-    ChatResponseError,
-    ChatTimeoutError,
-    ChatUnreachableError,
-    OllamaChat,
-    OpenAIChat,
-    StructuredOutputError,
-    ToolCall,
-)
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from actionjournal._lazy import lazy_attributes
+
+if TYPE_CHECKING:
+    from actionjournal.chat.agent import ChatAgent
+    from actionjournal.chat.calls import chat, chat_async, chat_response_async, parse
+    from actionjournal.chat.events import ChatRequestEvent, ChatResponseEvent
+    from actionjournal.chat.models import (
+        ChatError,
+        ChatModel,
+        ChatModelConfig,
+        ChatResponse,
+        ChatResponseError,
+        ChatTimeoutError,
+        ChatUnreachableError,
+        OllamaChat,
+        OpenAIChat,
+        StructuredOutputError,
+        ToolCall,
+    )
 
 __all__ = [
     "ChatAgent",
@@ -41,3 +48,23 @@ __all__ = [
     "chat_response_async",
     "parse",
 ]
+
+_LAZY = {
+    "actionjournal.chat.agent": ("ChatAgent",),
+    "actionjournal.chat.calls": ("chat", "chat_async", "chat_response_async", "parse"),
+    "actionjournal.chat.events": ("ChatRequestEvent", "ChatResponseEvent"),
+    "actionjournal.chat.models": (
+        "ChatError",
+        "ChatModel",
+        "ChatModelConfig",
+        "ChatResponse",
+        "ChatResponseError",
+        "ChatTimeoutError",
+        "ChatUnreachableError",
+        "OllamaChat",
+        "OpenAIChat",
+        "StructuredOutputError",
+        "ToolCall",
+    ),
+}
+__getattr__ = lazy_attributes(__name__, _LAZY)

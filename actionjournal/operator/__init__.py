@@ -1,22 +1,21 @@
 """The agent model, the keyed run loop, and its bindings (local runner, PyFlink).
 
-The PyFlink binding (:class:`AgentsExecutionEnvironment` and its savepoint helpers) is
-imported on first use: it needs PyFlink, the rest does not.
+Like every package here, it imports each name on first use (why: actionjournal._lazy);
+so the PyFlink binding (:class:`AgentsExecutionEnvironment` and its savepoint helpers) needs
+PyFlink only when used.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from actionjournal.durable.agent import Agent, action
-from actionjournal.durable.events import Event, InputEvent, OutputEvent
-from actionjournal.durable.lazy import lazy_attributes
-from actionjournal.operator.config import AgentsConfig
-from actionjournal.operator.context import RunnerContext
-from actionjournal.operator.local import LocalRunner, Snapshot
-from actionjournal.operator.memory import Memory
+from actionjournal._lazy import lazy_attributes
 
 if TYPE_CHECKING:
+    from actionjournal.durable.agent import Agent, action
+    from actionjournal.durable.events import Event, InputEvent, OutputEvent
+    from actionjournal.operator.config import AgentsConfig
+    from actionjournal.operator.context import RunnerContext
     from actionjournal.operator.flink import (
         AgentsExecutionEnvironment,
         savepoint,
@@ -24,6 +23,8 @@ if TYPE_CHECKING:
         set_python_worker_mode,
         stop_with_savepoint,
     )
+    from actionjournal.operator.local import LocalRunner, Snapshot
+    from actionjournal.operator.memory import Memory
 
 __all__ = [
     "Agent",
@@ -43,12 +44,19 @@ __all__ = [
     "stop_with_savepoint",
 ]
 
-_FLINK = (
-    "AgentsExecutionEnvironment",
-    "savepoint",
-    "set_log_dir",
-    "set_python_worker_mode",
-    "stop_with_savepoint",
-)
-# The PyFlink binding needs PyFlink.
-__getattr__ = lazy_attributes(__name__, dict.fromkeys(_FLINK, "actionjournal.operator.flink"))
+_LAZY = {
+    "actionjournal.durable.agent": ("Agent", "action"),
+    "actionjournal.durable.events": ("Event", "InputEvent", "OutputEvent"),
+    "actionjournal.operator.config": ("AgentsConfig",),
+    "actionjournal.operator.context": ("RunnerContext",),
+    "actionjournal.operator.flink": (
+        "AgentsExecutionEnvironment",
+        "savepoint",
+        "set_log_dir",
+        "set_python_worker_mode",
+        "stop_with_savepoint",
+    ),
+    "actionjournal.operator.local": ("LocalRunner", "Snapshot"),
+    "actionjournal.operator.memory": ("Memory",),
+}
+__getattr__ = lazy_attributes(__name__, _LAZY)

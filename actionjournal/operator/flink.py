@@ -231,35 +231,7 @@ class AgentJob:
         return self._stream.get_side_output(DEAD_LETTERS)
 
 
-def _revive(module: str, name: str, state: dict[str, Any]) -> object:
-    """Unpickle an object of ``module.name`` (see :class:`_FromTop`)."""
-    revived = object.__new__(getattr(importlib.import_module(module), name))
-    revived.__dict__.update(state)
-    return revived
-
-
-# Pickles name it as the top package's attribute (a lazy one), so a worker imports
-# ``actionjournal`` before any module below it.
-_revive.__module__ = "actionjournal"
-
-
-class _FromTop:
-    """Pickled as a call of ``actionjournal._revive``, not by class.
-
-    PyFlink's Python worker unpickles the functions of a job's operators on several threads
-    at once. Python takes a module's import lock before its parent package's, so a thread
-    unpickling a class of this module held ``actionjournal.operator`` while it waited for
-    ``actionjournal``, whose ``__init__`` another thread was running (unpickling a function
-    chained after the agent), needing ``actionjournal.operator``: ``_DeadlockError``, and the
-    task failed. Named through the top package, nothing is held while it is imported.
-    """
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        cls = type(self)
-        return _revive, (cls.__module__, cls.__qualname__, self.__dict__)
-
-
-class AgentFunction(_FromTop, KeyedProcessFunction):
+class AgentFunction(KeyedProcessFunction):
     def __init__(
         self,
         agent: Agent,
@@ -476,7 +448,7 @@ class AgentFunction(_FromTop, KeyedProcessFunction):
         self._state.update(msgspec.msgpack.encode(state))
 
 
-class _RedriveAware(_FromTop):
+class _RedriveAware:
     """The user's key selector, except that a dead letter is keyed by its own key."""
 
     def __init__(self, key_selector: Callable[[Any], Any]) -> None:

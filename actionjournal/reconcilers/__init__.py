@@ -6,16 +6,27 @@ A reconciler is a callable (sync or ``async``) taking a
 ``StillRunning(retry_after)``. See docs/reconcilers.md.
 """
 
-from actionjournal.durable.outcomes import (
-    CallInfo,
-    Failed,
-    NotStarted,
-    Outcome,
-    Recovered,
-    StillRunning,
-)
-from actionjournal.reconcilers.registry import reconciled_by, reconciler
-from actionjournal.reconcilers.remote_job import RemoteAgentError, RemoteAgentJob, RemoteJobFailed
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from actionjournal._lazy import lazy_attributes
+
+if TYPE_CHECKING:
+    from actionjournal.durable.outcomes import (
+        CallInfo,
+        Failed,
+        NotStarted,
+        Outcome,
+        Recovered,
+        StillRunning,
+    )
+    from actionjournal.reconcilers.registry import reconciled_by, reconciler
+    from actionjournal.reconcilers.remote_job import (
+        RemoteAgentError,
+        RemoteAgentJob,
+        RemoteJobFailed,
+    )
 
 __all__ = [
     "CallInfo",
@@ -30,3 +41,21 @@ __all__ = [
     "reconciled_by",
     "reconciler",
 ]
+
+_LAZY = {
+    "actionjournal.durable.outcomes": (
+        "CallInfo",
+        "Failed",
+        "NotStarted",
+        "Outcome",
+        "Recovered",
+        "StillRunning",
+    ),
+    "actionjournal.reconcilers.registry": ("reconciled_by", "reconciler"),
+    "actionjournal.reconcilers.remote_job": (
+        "RemoteAgentError",
+        "RemoteAgentJob",
+        "RemoteJobFailed",
+    ),
+}
+__getattr__ = lazy_attributes(__name__, _LAZY)

@@ -57,21 +57,20 @@ as is this package).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from actionjournal.stores.fluss.bucketing import fluss_bucket
-from actionjournal.stores.fluss.config import FlussStoreConfig
+from actionjournal._lazy import lazy_attributes
 
 if TYPE_CHECKING:
+    from actionjournal.stores.fluss.bucketing import fluss_bucket
+    from actionjournal.stores.fluss.config import FlussStoreConfig
     from actionjournal.stores.fluss.store import FlussActionStateStore, FlussStore
 
 __all__ = ["FlussActionStateStore", "FlussStore", "FlussStoreConfig", "fluss_bucket"]
 
-
-def __getattr__(name: str) -> Any:
-    """The store itself is imported on first use: it needs pyfluss, its config not."""
-    if name in ("FlussStore", "FlussActionStateStore"):
-        from actionjournal.stores.fluss import store
-
-        return getattr(store, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+_LAZY = {
+    "actionjournal.stores.fluss.bucketing": ("fluss_bucket",),
+    "actionjournal.stores.fluss.config": ("FlussStoreConfig",),
+    "actionjournal.stores.fluss.store": ("FlussActionStateStore", "FlussStore"),
+}
+__getattr__ = lazy_attributes(__name__, _LAZY)

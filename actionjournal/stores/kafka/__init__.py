@@ -75,20 +75,18 @@ record heads), ``admin`` (the topic), ``errors`` (what an error means, what to d
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from actionjournal.stores.kafka.config import KafkaStoreConfig
+from actionjournal._lazy import lazy_attributes
 
 if TYPE_CHECKING:
+    from actionjournal.stores.kafka.config import KafkaStoreConfig
     from actionjournal.stores.kafka.store import KafkaActionStateStore, KafkaStore
 
 __all__ = ["KafkaActionStateStore", "KafkaStore", "KafkaStoreConfig"]
 
-
-def __getattr__(name: str) -> Any:
-    """The store itself is imported on first use: it needs confluent-kafka, its config not."""
-    if name in ("KafkaStore", "KafkaActionStateStore"):
-        from actionjournal.stores.kafka import store
-
-        return getattr(store, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+_LAZY = {
+    "actionjournal.stores.kafka.config": ("KafkaStoreConfig",),
+    "actionjournal.stores.kafka.store": ("KafkaActionStateStore", "KafkaStore"),
+}
+__getattr__ = lazy_attributes(__name__, _LAZY)

@@ -56,16 +56,21 @@ A scenario's journals are named by the job's own store configs
 
 from __future__ import annotations
 
-from actionjournal.testing.harness.calls import call_service, service_reconciler
-from actionjournal.testing.harness.errors import CrashNotReachedError, HarnessError
-from actionjournal.testing.harness.journals import Journal, name_of
-from actionjournal.testing.harness.scenario import (
-    Checkpoint,
-    Output,
-    RestoreMode,
-    RestoreScenario,
-    Step,
-)
+from typing import TYPE_CHECKING
+
+from actionjournal._lazy import lazy_attributes
+
+if TYPE_CHECKING:
+    from actionjournal.testing.harness.calls import call_service, service_reconciler
+    from actionjournal.testing.harness.errors import CrashNotReachedError, HarnessError
+    from actionjournal.testing.harness.journals import Journal, name_of
+    from actionjournal.testing.harness.scenario import (
+        Checkpoint,
+        Output,
+        RestoreMode,
+        RestoreScenario,
+        Step,
+    )
 
 __all__ = [
     "Checkpoint",
@@ -80,3 +85,17 @@ __all__ = [
     "name_of",
     "service_reconciler",
 ]
+
+_LAZY = {
+    "actionjournal.testing.harness.calls": ("call_service", "service_reconciler"),
+    "actionjournal.testing.harness.errors": ("CrashNotReachedError", "HarnessError"),
+    "actionjournal.testing.harness.journals": ("Journal", "name_of"),
+    "actionjournal.testing.harness.scenario": (
+        "Checkpoint",
+        "Output",
+        "RestoreMode",
+        "RestoreScenario",
+        "Step",
+    ),
+}
+__getattr__ = lazy_attributes(__name__, _LAZY)

@@ -6,17 +6,24 @@ its digest), ``apply`` (re-check, journal the boundaries, delete), ``cli`` (opti
 output). The rule is in docs/operations.md and DESIGN "Cleanup".
 """
 
-from actionjournal.tools.cleanup.apply import apply_plan, check_plan
-from actionjournal.tools.cleanup.document import PLAN_VERSION, CleanupPlan, load
-from actionjournal.tools.cleanup.plan import make_plan
-from actionjournal.tools.cleanup.state import (
-    DEFAULT_MARGIN_S,
-    FLINK_METADATA_MAGIC,
-    RestorableState,
-    load_checkpoint,
-    load_snapshot,
-    time_state,
-)
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from actionjournal._lazy import lazy_attributes
+
+if TYPE_CHECKING:
+    from actionjournal.tools.cleanup.apply import apply_plan, check_plan
+    from actionjournal.tools.cleanup.document import PLAN_VERSION, CleanupPlan, load
+    from actionjournal.tools.cleanup.plan import make_plan
+    from actionjournal.tools.cleanup.state import (
+        DEFAULT_MARGIN_S,
+        FLINK_METADATA_MAGIC,
+        RestorableState,
+        load_checkpoint,
+        load_snapshot,
+        time_state,
+    )
 
 __all__ = [
     "DEFAULT_MARGIN_S",
@@ -32,3 +39,18 @@ __all__ = [
     "make_plan",
     "time_state",
 ]
+
+_LAZY = {
+    "actionjournal.tools.cleanup.apply": ("apply_plan", "check_plan"),
+    "actionjournal.tools.cleanup.document": ("PLAN_VERSION", "CleanupPlan", "load"),
+    "actionjournal.tools.cleanup.plan": ("make_plan",),
+    "actionjournal.tools.cleanup.state": (
+        "DEFAULT_MARGIN_S",
+        "FLINK_METADATA_MAGIC",
+        "RestorableState",
+        "load_checkpoint",
+        "load_snapshot",
+        "time_state",
+    ),
+}
+__getattr__ = lazy_attributes(__name__, _LAZY)
