@@ -26,9 +26,11 @@
  * restored to the Python function's open() as job parameters (initializeState runs before
  * open() builds the Python runner). See docs/upgrade.md.
  *
- * The function yields dead letters only when their side output is consumed (job parameter
- * DEAD_LETTERS): chained with a Python operator after it, whatever it yields would reach
- * that operator as an element (actionjournal/operator/flink.py keeps it unchained).
+ * Nothing the Python function emits is kept back here, so PyFlink may chain the Python
+ * operators after this one into the same Python worker. Chained, whatever the function
+ * yields reaches the next function as an element, side outputs included: the function
+ * yields dead letters only when their side output is consumed (job parameter DEAD_LETTERS),
+ * and a consumed side output keeps PyFlink from chaining this operator with the next.
  */
 package io.actionjournal.flink;
 

@@ -211,13 +211,9 @@ class AgentJob:
         stream = self._keyed.process(function, output_type=Types.PICKLED_BYTE_ARRAY())
         if jar is not None:
             draining.install(environment.env, stream, jar)
-            # Not chained with a Python operator after it: PyFlink's worker would build both
-            # functions at job start, on threads of its own, while it builds the key
-            # selector's; unchained, the next one is built once outputs reach it. (Chained,
-            # CI saw jobs fail at start; see docs/flink.md.)
-            stream.disable_chaining()
-            # Unchained, outputs cross a network buffer that is flushed every 100 ms by
-            # default (execution.buffer-timeout); a run's output leaves at once instead.
+            # Outputs to an operator not chained with this one cross a network buffer that is
+            # flushed every 100 ms by default (execution.buffer-timeout); a run's output
+            # leaves at once instead.
             stream.set_buffer_timeout(0)
         self._stream = stream.uid(uid).name(f"agent {uid}")
         return self._stream

@@ -68,6 +68,23 @@ def test_dead_letter_finishes_the_job_with_49_outputs_and_1_dead_letter(tmp_path
     assert Counter(counts.values()) == {1: 2 * N - 1}, "a call ran twice"
 
 
+def test_a_python_map_chained_after_the_agent_gets_its_outputs_only(tmp_path):
+    """Dead letters nobody reads stay out of the next Python operator, which PyFlink chains
+    with the agent into one Python worker (whatever the agent yields reaches it)."""
+    with CountingService() as service:
+        service.fail("refuse", times=None, status=400)
+        env = local_env(tmp_path / "checkpoints", checkpoint_interval_ms=300)
+        config = AgentsConfig(on_run_failure="dead-letter")
+        _, outputs = build(env, service.url, config, sqlite(tmp_path / "journal.db"))
+        outputs.map(JsonLines(tmp_path / "outputs.jsonl"))
+        plan = json.loads(env.get_execution_plan())
+        env.execute("poison-chained")
+    chained = [n["contents"] for n in plan["nodes"] if "agent" in n["contents"]]
+    assert len(chained) == 1 and "Map" in chained[0], plan["nodes"]
+    done = [o["i"] for o in JsonLines(tmp_path / "outputs.jsonl").read()]
+    assert set(done) == set(range(N)) - {POISON}
+
+
 def test_fail_fails_the_job_naming_the_key_and_the_call(tmp_path):
     with CountingService() as service:
         service.fail("refuse", times=None, status=400)
