@@ -512,6 +512,8 @@ def test_ctrl_c_is_one_line(tmp_path):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        # as from a terminal: a suite started in the background inherits SIGINT ignored
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     seen = b""
     while b"[" not in seen:  # the progress bar is drawn: the scan is under way

@@ -3,9 +3,10 @@
     tools, flink_agents -> testing -> operator -> chat, reconcilers, stores -> durable
 
 ``dev/`` (local servers) imports nothing of actionjournal but itself, ``durable/`` nothing
-but itself, and ``_lazy`` (what package ``__init__`` files import) nothing at all. Read from the source (every import statement, also those inside
-functions and under ``TYPE_CHECKING``, and ``importlib.import_module`` of a constant), so
-an import added anywhere is caught, not just those a test run happens to execute.
+but itself, and ``_lazy`` (what package ``__init__`` files import) nothing at all. Read
+from the source (every import statement, also those inside functions and under
+``TYPE_CHECKING``, and ``importlib.import_module`` of a constant), so an import added
+anywhere is caught, not just those a test run happens to execute.
 """
 
 from __future__ import annotations
