@@ -150,16 +150,29 @@ class RecordCodec:
         Per record, the Python work of :meth:`decode` cost about as much as the decoding
         itself. A signed journal verifies each record's HMAC and takes that path.
         """
-        n = len(datas)
-        if self._key is None and n > 1 and _STREAM_FITS:
-            try:
-                values = self._stream.decode(_array_header(_FIELDS * n) + b"".join(datas))
-            except msgspec.DecodeError:
-                values = []
-            records: list[Any] = values[5::_FIELDS]
-            if len(values) == _FIELDS * n and _stream_checks(values, records, n):
+        if len(datas) > 1:
+            records = self.decode_joined(b"".join(datas), len(datas))
+            if records is not None:
                 return records
         return [self.decode(data, where(i)) for i, data in enumerate(datas)]
+
+    def decode_joined(self, data: bytes, n: int) -> list[JournalRecord] | None:
+        """``n`` records laid end to end in ``data``, decoded in one MessagePack call, as
+        :meth:`decode` gives them; ``None`` unless all are unsigned records this codec reads
+        that way (then decode them one by one, which says what is wrong with which).
+
+        For readers that hold records already joined (the Fluss store, from Arrow buffers).
+        """
+        if self._key is not None or not _STREAM_FITS:
+            return None
+        try:
+            values = self._stream.decode(_array_header(_FIELDS * n) + data)
+        except msgspec.DecodeError:
+            return None
+        records: list[Any] = values[5::_FIELDS]
+        if len(values) == _FIELDS * n and _stream_checks(values, records, n):
+            return records
+        return None
 
 
 def _stream_checks(values: list[Any], records: list[Any], n: int) -> bool:

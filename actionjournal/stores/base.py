@@ -16,7 +16,7 @@ from abc import abstractmethod
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from operator import attrgetter, itemgetter
-from typing import Generic, Protocol, TypeVar
+from typing import Generic, Protocol, TypeVar, cast
 
 from actionjournal.durable.codec import RecordCodec
 from actionjournal.durable.errors import RecordError
@@ -216,16 +216,20 @@ Entries = list[tuple[int, bytes]]
 """``(position, encoded record)`` pairs, in position order."""
 Found = dict[str, Entries]
 """Entries of one namespace/operator in one partition, by key id."""
-Scan = Callable[[int, int, bool], Found]
-"""``scan(start, end, earlier)``: the entries at positions ``[start, end)``; ``earlier`` when
-the range lies before what a window read so far (it may begin below retention)."""
+R = TypeVar("R")
+"""What a recovery window keeps of a key's records: a list of these, in position order
+(Kafka: ``(position, bytes)`` entries; Fluss: runs of records as Arrow gave them)."""
+Scan = Callable[[int, int, bool], dict[str, list[R]]]
+"""``scan(start, end, earlier)``: the records at positions ``[start, end)`` by key; ``earlier``
+when the range lies before what a window read so far (it may begin below retention)."""
 
-_ENTRY_OVERHEAD = 100  # rough Python cost of one cached (position, bytes) pair
+ENTRY_OVERHEAD = 100  # rough Python cost of one cached record besides its bytes
 _data = itemgetter(1)
 
 
-def _cost(entries: Entries) -> int:
-    return sum(map(len, map(_data, entries))) + _ENTRY_OVERHEAD * len(entries)
+def entries_cost(entries: Entries) -> int:
+    """Roughly the memory ``entries`` hold (what a recovery window counts against its budget)."""
+    return sum(map(len, map(_data, entries))) + ENTRY_OVERHEAD * len(entries)
 
 
 def with_control(entries: Entries, found: Found, key_id: str) -> Entries:
@@ -239,7 +243,7 @@ def with_control(entries: Entries, found: Found, key_id: str) -> Entries:
     return sorted(entries + control, key=lambda entry: entry[0])
 
 
-class RecoveryWindow:
+class RecoveryWindow(Generic[R]):
     """Records of one namespace/operator in one partition, positions ``[start, end)``, by key.
 
     Recovering many keys of a partition reads it once: a read keeps the other keys' records
@@ -248,16 +252,17 @@ class RecoveryWindow:
     are handed out with every key and never dropped.
     """
 
-    __slots__ = ("control", "costs", "end", "keys", "size", "start")
+    __slots__ = ("control", "cost", "costs", "end", "keys", "size", "start")
 
-    def __init__(self, start: int, control: bool) -> None:
+    def __init__(self, start: int, control: bool, cost: Callable[[list[R]], int]) -> None:
         self.start = self.end = start
-        self.control = control
-        self.keys: Found = {}
+        self.control = control  # then it keeps (position, bytes) entries
+        self.cost = cost
+        self.keys: dict[str, list[R]] = {}
         self.size = 0  # bytes held, roughly
         self.costs: dict[str, int] = {}  # each key's part of it, not summed again when taken
 
-    def cover(self, start: int, end: int, scan: Scan, served: Collection[str]) -> None:
+    def cover(self, start: int, end: int, scan: Scan[R], served: Collection[str]) -> None:
         """Read what ``[start, end)`` adds to the window, leaving out keys in ``served``."""
         if start < self.start:  # a marker older than what was read so far
             self._add(scan(start, self.start, True), served, earlier=True)
@@ -266,11 +271,11 @@ class RecoveryWindow:
             self._add(scan(self.end, end, False), served, earlier=False)
             self.end = end
 
-    def _add(self, found: Found, served: Collection[str], earlier: bool) -> None:
+    def _add(self, found: dict[str, list[R]], served: Collection[str], earlier: bool) -> None:
         for key_id, entries in found.items():
             if key_id in served:
                 continue
-            cost = _cost(entries)
+            cost = self.cost(entries)
             self.size += cost
             self.costs[key_id] = self.costs.get(key_id, 0) + cost
             have = self.keys.get(key_id)
@@ -279,23 +284,28 @@ class RecoveryWindow:
             else:
                 self.keys[key_id] = entries + have if earlier else have + entries
 
-    def take(self, key_id: str) -> Entries:
-        """The key's entries, dropped from the window (with the control records if ``control``)."""
+    def take(self, key_id: str) -> list[R]:
+        """The key's records, dropped from the window (with the control records if ``control``)."""
         if self.control and key_id == CONTROL_KEY:  # for every key: never handed out alone
-            entries: Entries = []
+            entries: list[R] = []
         else:
             entries = self.keys.pop(key_id, [])
             self.size -= self.costs.pop(key_id, 0)
-        return with_control(entries, self.keys, key_id) if self.control else entries
+        if not self.control:
+            return entries
+        merged = with_control(cast(Entries, entries), cast(Found, self.keys), key_id)
+        return cast(list[R], merged)
 
 
-class RecoveryCache:
-    """A store's recovery windows, by partition and namespace/operator, within a byte budget."""
+class RecoveryCache(Generic[R]):
+    """A store's recovery windows, by partition and namespace/operator, within a byte budget
+    (``cost``: roughly the memory a key's records take in a window)."""
 
-    def __init__(self, budget: int, control: bool) -> None:
+    def __init__(self, budget: int, control: bool, cost: Callable[[list[R]], int]) -> None:
         self.budget = budget
         self.control = control
-        self._windows: dict[tuple[int, str, str], RecoveryWindow] = {}
+        self.cost = cost
+        self._windows: dict[tuple[int, str, str], RecoveryWindow[R]] = {}
 
     def read(
         self,
@@ -305,10 +315,10 @@ class RecoveryCache:
         key_id: str,
         start: int,
         end: int,
-        scan: Scan,
+        scan: Scan[R],
         served: Collection[str],
-    ) -> Entries:
-        """The key's entries at ``[start, end)``, read through its partition's window.
+    ) -> list[R]:
+        """The key's records at ``[start, end)``, read through its partition's window.
 
         ``served``: keys of the namespace/operator handed out before, whose records the
         window does not keep (a key asked again is read from the store afresh).
@@ -316,7 +326,7 @@ class RecoveryCache:
         slot = (partition, namespace, operator_uid)
         window = self._windows.get(slot)
         if window is None:
-            window = self._windows[slot] = RecoveryWindow(start, self.control)
+            window = self._windows[slot] = RecoveryWindow(start, self.control, self.cost)
         window.cover(start, end, scan, served)
         entries = window.take(key_id)
         if sum(w.size for w in self._windows.values()) > self.budget:

@@ -30,14 +30,7 @@ from actionjournal.durable.errors import (
     StoreError,
 )
 from actionjournal.durable.records import JournalRecord, Marker, RunCompleted, StoreIdentity
-from actionjournal.stores.base import (
-    Entries,
-    Found,
-    JournalStore,
-    RecentProbes,
-    RecoveryCache,
-    decode_range,
-)
+from actionjournal.stores.base import JournalStore, RecentProbes, RecoveryCache
 from actionjournal.stores.fluss.bucketing import fluss_bucket
 from actionjournal.stores.fluss.config import FlussStoreConfig
 from actionjournal.stores.fluss.errors import (
@@ -48,7 +41,7 @@ from actionjournal.stores.fluss.errors import (
     not_ready,
 )
 from actionjournal.stores.fluss.loop import Loop, acknowledged, own_loop
-from actionjournal.stores.fluss.read import collect
+from actionjournal.stores.fluss.read import Run, Runs, collect, decode_runs, runs_cost
 from actionjournal.stores.fluss.table import check_table, create_table, table_info
 from actionjournal.stores.quarantine import KeyRead, store_options
 
@@ -118,7 +111,7 @@ class FlussStore(JournalStore):
             raise
         self.identity = StoreIdentity("fluss", self.name, str(self.table_id))
         self._read_lock = threading.Lock()
-        self._windows = RecoveryCache(config.recovery_cache_bytes, control=False)
+        self._windows = RecoveryCache(config.recovery_cache_bytes, control=False, cost=runs_cost)
         self._wave_ends: RecentProbes[int] = RecentProbes()  # see _end_of
         # Keys already read, by namespace/operator: read again, they need the current end.
         self._served: dict[tuple[str, str], set[str]] = {}
@@ -408,7 +401,7 @@ class FlussStore(JournalStore):
             finally:
                 served.add(key_id)  # even when the read failed: asked again, it reads afresh
         read = KeyRead(where, "offset", bucket, namespace, operator_uid, key_id, self.tool_options)
-        return decode_range(self.codec, entries, start, high, read)
+        return decode_runs(self.codec, entries, start, high, read)
 
     def tool_options(self) -> str:
         cfg = self.config
@@ -429,7 +422,7 @@ class FlussStore(JournalStore):
         after: Marker | None,
         again: bool,
         served: set[str],
-    ) -> tuple[Entries, int, int]:
+    ) -> tuple[list[Run], int, int]:
         """The key's entries at ``[start, high)`` and that range (see :meth:`read_key`)."""
         high = self._end_of(bucket, 0.0 if again else _WAVE_S, earliest=after is None)
         if after is not None and after.position >= high:
@@ -450,7 +443,7 @@ class FlussStore(JournalStore):
             found = self._scan(bucket, start, high, namespace, uid, key_id, skip_deleted=everything)
             return found.get(key_id, []), start, high
 
-        def scan(begin: int, end: int, earlier: bool) -> Found:
+        def scan(begin: int, end: int, earlier: bool) -> Runs:
             return self._scan(
                 bucket, begin, end, namespace, uid, skip_deleted=everything and earlier
             )
@@ -485,7 +478,7 @@ class FlussStore(JournalStore):
         uid: str,
         key_id: str = "",
         skip_deleted: bool = False,
-    ) -> Found:
+    ) -> Runs:
         """Rows of ``namespace``/``uid`` (and ``key_id`` if given) at offsets ``[start, end)``.
 
         Offsets retention deleted meanwhile are a DataLossError, or skipped with
@@ -496,7 +489,7 @@ class FlussStore(JournalStore):
         timeout = self.config.request_timeout_s
         doing = f"reading bucket {bucket}"
         scanner = self._call(self._subscribe(bucket, start), timeout, doing)
-        found: Found = {}
+        found: Runs = {}
         position = start
         progress = time.monotonic()
         while position < end:

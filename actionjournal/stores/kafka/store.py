@@ -39,6 +39,7 @@ from actionjournal.stores.base import (
     ScanFilter,
     ScannedRecord,
     decode_range,
+    entries_cost,
     with_control,
 )
 from actionjournal.stores.kafka.admin import delete_records, partition_count, prepare_topic
@@ -164,7 +165,7 @@ class KafkaStore(MaintenanceStore):
         )
         self._poller.start()
         self._read_lock = threading.Lock()
-        self._windows = RecoveryCache(config.recovery_cache_bytes, control=True)
+        self._windows = RecoveryCache(config.recovery_cache_bytes, control=True, cost=entries_cost)
         # Keys already read, by namespace/operator: read again, they need the current end.
         self._served: dict[tuple[str, str], set[str]] = {}
         self._captured: RecentProbes[tuple[int, int]] = RecentProbes()  # see _offsets
