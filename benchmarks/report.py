@@ -111,7 +111,8 @@ ABOUT: dict[str, About] = {
         "recovers",
         "a raw Arrow scan of the same offsets, no decoding: it never leaves Arrow's C++ and "
         "makes no Python object per record, which any reader that hands records to Python "
-        "must (the benchmark prints the time of each part)",
+        "must (the benchmark prints the time of each part). An untimed raw scan warms the new "
+        "cluster first, so neither side pays its first requests",
         "ratio>=",
         "issue 21: the target was ours at least 200,000 records/s (an absolute figure that "
         "moves with the machine), with the same baseline",
@@ -274,10 +275,17 @@ Since these figures, two changes took away the Flink side's share of a run:
   29 found results; now about 15. Traced in the worker (load 3): a run takes 1.7 ms median,
   2.3 ms mean, and the next one starts 0.03 ms (median) after it ended.
 
-A third was measured and taken back: chaining a Python operator after the agent into the
-agent's Python worker took the time from a call's end to its answer leaving the map after
-it (`flink.chat.latency.p50`) from about 20 ms to 3.6 ms, but jobs failed at start in CI
-with it (docs/flink.md), so the agent stays unchained.
+A third is chaining: a Python operator after the agent runs in the agent's Python worker,
+so its outputs reach it without crossing to Java and back. It took the time from a call's
+end to its answer leaving the map after it (`flink.chat.latency.p50`) from about 20 ms to
+3.6-5.3 ms. It was taken back once, when jobs failed at start in CI: the worker builds both
+functions on threads of its own at job start, and the package's imports deadlocked across
+threads (docs/architecture.md). With that fixed, the agent is chained again.
+
+The Flink entries move a lot between runs of the same code on this machine. The code of a
+full run at 09:08 UTC on 2026-12-02 (`flink.operator.overhead` 0.99 ms/run, ratio 1.05),
+measured again at 15:25 that day, alternating with the code of this page, gave 1.59 and
+1.75 ms/run (floor 0.94, 0.91), against 1.41 and 1.69 (floor 0.90, 1.02) for this code.
 
 What a run does, before and after the first part of issue 21:
 
