@@ -151,9 +151,12 @@ public class DrainingKeyedProcessOperator<OUT> extends ExternalPythonKeyedProces
      * On the task thread: each key's timer fires now. The bundle finishes now unless one
      * finished within the bundle time: then the bundle's time check finishes it, so runs
      * finishing one after another share a bundle (a round trip to the Python worker each)
-     * while a lone finished run still leaves at once.
+     * while a lone finished run still leaves at once. When no run is left in the function
+     * ({@code idle}), that finish does not restart the time check's wait: the next input,
+     * likely a reply to this output, goes at the check's next tick instead of a full bundle
+     * time from now (busy keys keep their bundles as they were).
      */
-    private void emitFinishedRuns(List<byte[]> keys) throws Exception {
+    private void emitFinishedRuns(List<byte[]> keys, boolean idle) throws Exception {
         if (finished) {
             return; // the end of input drained every run
         }
@@ -165,7 +168,11 @@ public class DrainingKeyedProcessOperator<OUT> extends ExternalPythonKeyedProces
         }
         if (getProcessingTimeService().getCurrentProcessingTime() - lastFinishBundleTime
                 >= bundleTime) {
+            long cadence = lastFinishBundleTime;
             invokeFinishBundle();
+            if (idle) {
+                lastFinishBundleTime = cadence;
+            }
         }
     }
 

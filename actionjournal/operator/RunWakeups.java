@@ -7,7 +7,9 @@
  * learns of a finished run at the key's next timer, which the Python function must guess. The
  * function connects once (port and token from the job parameter WAKEUPS), sends the token,
  * then writes each finished run's key as [int length][the key, serialized as Flink keys it],
- * and its journal binding once as [int -1][int length][JSON, UTF-8].
+ * prefixed with [int -2] when no run is left in the function after it ("idle"), and its
+ * journal binding once as [int -1][int length][JSON, UTF-8]. A batch is delivered as idle
+ * when the last key added to it was.
  * A burst of keys becomes one mailbox action, so many runs that finish together cost one round
  * trip to the Python worker. Compiled with DrainingKeyedProcessOperator.java (draining.py).
  */
@@ -28,25 +30,28 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.flink.api.common.operators.MailboxExecutor;
+import org.apache.flink.util.function.BiConsumerWithException;
 import org.apache.flink.util.function.ThrowingConsumer;
 
 final class RunWakeups implements AutoCloseable {
     private static final int MAX_KEY_BYTES = 16 << 20;
     private static final int BINDING = -1; // in place of a key's length: the binding follows
+    private static final int IDLE = -2; // before a key's length: no run is left after it
 
     private final ServerSocket server;
     private final byte[] token; // hex of 16 random bytes, ASCII
     private final MailboxExecutor mailbox;
-    private final ThrowingConsumer<List<byte[]>, Exception> deliver;
+    private final BiConsumerWithException<List<byte[]>, Boolean, Exception> deliver;
     private final ThrowingConsumer<String, Exception> bind;
     private final ConcurrentLinkedQueue<byte[]> keys = new ConcurrentLinkedQueue<>();
     private final AtomicBoolean scheduled = new AtomicBoolean();
+    private final AtomicBoolean idle = new AtomicBoolean(); // the last key added was idle
     private final List<Socket> connections = new CopyOnWriteArrayList<>();
 
     /** Listens on the loopback interface; {@code deliver} and {@code bind} run on the task thread. */
     RunWakeups(
             MailboxExecutor mailbox,
-            ThrowingConsumer<List<byte[]>, Exception> deliver,
+            BiConsumerWithException<List<byte[]>, Boolean, Exception> deliver,
             ThrowingConsumer<String, Exception> bind)
             throws IOException {
         this.mailbox = mailbox;
@@ -90,6 +95,10 @@ final class RunWakeups implements AutoCloseable {
             }
             while (true) {
                 int length = in.readInt();
+                boolean last = length == IDLE;
+                if (last) {
+                    length = in.readInt();
+                }
                 if (length == BINDING) {
                     byte[] json = new byte[in.readInt()];
                     in.readFully(json);
@@ -103,6 +112,7 @@ final class RunWakeups implements AutoCloseable {
                 byte[] key = new byte[length];
                 in.readFully(key);
                 keys.add(key);
+                idle.set(last);
                 if (scheduled.compareAndSet(false, true)) {
                     mailbox.execute(this::drain, "actionjournal: emit finished runs");
                 }
@@ -126,7 +136,7 @@ final class RunWakeups implements AutoCloseable {
             batch.add(key);
         }
         if (!batch.isEmpty()) {
-            deliver.accept(batch);
+            deliver.accept(batch, idle.get());
         }
     }
 

@@ -383,16 +383,18 @@ class AgentFunction(KeyedProcessFunction):
         key_bytes = self._keys._encoded_current_key if self._wakeups else b""
         self._started[key_id] = time.monotonic()
 
-        def finished(wake: bool) -> None:  # on the loop thread, after each run
+        def finished(wake: bool, ended: bool) -> None:  # on the loop thread, after each run
             now = time.monotonic()
-            self._finished(key_bytes, self._started.get(key_id, now), wake)
+            # Idle: no run left here (a key whose results wait for collection counts as busy).
+            idle = ended and len(self._runs) <= 1
+            self._finished(key_bytes, self._started.get(key_id, now), wake, idle)
             self._started[key_id] = now  # the next run starts now
 
         runs = KeyRuns(self.engine, self._loop, key, key_id, state, finished)
         self._runs[key_id] = runs
         return runs
 
-    def _finished(self, key_bytes: bytes, started: float, wake: bool) -> None:
+    def _finished(self, key_bytes: bytes, started: float, wake: bool, idle: bool) -> None:
         """On the loop thread, after a run: push the key, learn how long runs take.
 
         One push covers every run of the key that finished before the timer it fires
@@ -401,7 +403,7 @@ class AgentFunction(KeyedProcessFunction):
         """
         if self._wakeups is not None and self._wakeups.alive:
             if wake:
-                self._wakeups.send(key_bytes)
+                self._wakeups.send(key_bytes, idle)
             self.engine.counts.run_woken()  # reported: by its own push or one still out
         # A lost update between threads only blurs an estimate.
         self._typical_s += 0.2 * (time.monotonic() - started - self._typical_s)

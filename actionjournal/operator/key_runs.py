@@ -26,9 +26,10 @@ from actionjournal.operator.run import RunResult
 class KeyRuns:
     """The runs of one key's queue, started from the task thread, driven by the loop.
 
-    ``on_finished(wake)`` is called on the loop thread after every run; ``wake`` is True
-    for the first result since the last :meth:`collect` (the operator pushes the key then:
-    one timer collects every result that finished before it). Inputs queued while it drives
+    ``on_finished(wake, ended)`` is called on the loop thread after every run; ``wake`` is
+    True for the first result since the last :meth:`collect` (the operator pushes the key
+    then: one timer collects every result that finished before it), ``ended`` when the key
+    has no run left. Inputs queued while it drives
     are given to it with :meth:`offer`; once it ran out of inputs it takes none, and the
     timer starts another from keyed state.
     """
@@ -40,7 +41,7 @@ class KeyRuns:
         key: Any,
         key_id: str,
         state: KeyState,
-        on_finished: Callable[[bool], None],
+        on_finished: Callable[[bool, bool], None],
     ) -> None:
         self._engine, self._key, self._key_id = engine, key, key_id
         self._state = state  # the key's state as if every finished run were collected
@@ -64,14 +65,14 @@ class KeyRuns:
                     self._state = state
                     self._ended = not state.pending
                     ended, wake = self._ended, self._wake()
-                self._on_finished(wake)
+                self._on_finished(wake, ended)
                 if ended:
                     return
         except BaseException:
             with self._lock:
                 self._ended = True
                 wake = self._wake()
-            self._on_finished(wake)
+            self._on_finished(wake, True)
             raise  # the future holds it: the timer raises it once it emitted the results before
 
     def _wake(self) -> bool:

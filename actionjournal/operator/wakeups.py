@@ -21,6 +21,7 @@ from typing import Any
 log = logging.getLogger(__name__)
 PARAMETER = "actionjournal.wakeups"  # DrainingKeyedProcessOperator.WAKEUPS
 BINDING = struct.pack(">i", -1)  # in place of a key's length (RunWakeups.java)
+IDLE = struct.pack(">i", -2)  # before a key's length: after this run, none is left
 
 
 class RunWakeups:
@@ -51,9 +52,11 @@ class RunWakeups:
             )
             return None
 
-    def send(self, key: bytes) -> None:
-        """Report a finished run of ``key`` (the key as Flink serializes it)."""
-        self._send(struct.pack(">i", len(key)) + key)
+    def send(self, key: bytes, idle: bool = False) -> None:
+        """Report a finished run of ``key`` (the key as Flink serializes it); ``idle``: the
+        function has no run left, so the next input is likely a reply to this output, and
+        the operator lets it go at the bundle's next time check (RunWakeups.java)."""
+        self._send((IDLE if idle else b"") + struct.pack(">i", len(key)) + key)
 
     def send_binding(self, binding: str) -> None:
         """Report the function's journal binding (JSON), for the operator to checkpoint."""

@@ -56,9 +56,11 @@ def test_queued_inputs_run_one_after_another_without_being_collected(tmp_path, l
     state = queued(engine, "a", "b", "c")
     finished = threading.Semaphore(0)
     wakes: list[bool] = []
+    ends: list[bool] = []
 
-    def on_finished(wake: bool) -> None:
+    def on_finished(wake: bool, ended: bool) -> None:
         wakes.append(wake)
+        ends.append(ended)
         finished.release()
 
     runs = KeyRuns(engine, loop, "k", "k", state, on_finished)
@@ -68,6 +70,7 @@ def test_queued_inputs_run_one_after_another_without_being_collected(tmp_path, l
     results = runs.collect()
     assert outputs(results) == ["a:0", "b:1", "c:2"]  # in order, memory carried along
     assert wakes == [True, False, False]  # one push: the others finished before a collect
+    assert ends == [False, False, True]  # the last run leaves the key idle
     assert runs.over and runs.collect() == []
     assert not runs.offer(engine.accept(state, "d", "k").pending[-1])  # ran out: refused
 
@@ -76,7 +79,8 @@ def test_an_input_offered_while_running_runs_next(tmp_path, loop):
     engine = AgentEngine(Counter(), SqliteStore(tmp_path / "journal.db"))
     gate = threading.Event()
     state = queued(engine, "a")
-    runs = KeyRuns(engine, loop, "k", "k", state, lambda wake: gate.wait(10))  # holds the loop
+    hold = lambda wake, ended: gate.wait(10)  # noqa: E731  holds the loop
+    runs = KeyRuns(engine, loop, "k", "k", state, hold)
     later = engine.accept(state, "b", "k")
     assert runs.offer(later.pending[-1])
     gate.set()
@@ -87,7 +91,8 @@ def test_an_input_offered_while_running_runs_next(tmp_path, loop):
 
 def test_a_failed_run_ends_the_runs_after_the_results_before_it(tmp_path, loop):
     engine = AgentEngine(Counter(), SqliteStore(tmp_path / "journal.db"))
-    runs = KeyRuns(engine, loop, "k", "k", queued(engine, "a", "boom", "c"), lambda wake: None)
+    state = queued(engine, "a", "boom", "c")
+    runs = KeyRuns(engine, loop, "k", "k", state, lambda wake, ended: None)
     with pytest.raises(ActionFailedError):
         runs.future.result(timeout=10)
     assert runs.has_results and not runs.over
@@ -100,7 +105,7 @@ def test_a_run_finished_after_a_collect_is_pushed_again(tmp_path, loop):
     wakes: list[bool] = []
     collected = threading.Event()
 
-    def on_finished(wake: bool) -> None:
+    def on_finished(wake: bool, ended: bool) -> None:
         wakes.append(wake)
         if len(wakes) == 1:
             collected.wait(10)  # "b" starts once the timer collected "a"

@@ -64,6 +64,21 @@ def test_the_binding_is_framed_apart_from_keys():
         wakeups.close()
 
 
+def test_a_key_after_which_no_run_is_left_is_marked_idle():
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        port = server.getsockname()[1]
+        wakeups = RunWakeups.connect(Context({PARAMETER: f"{port} {'ef' * 16}"}))
+        assert wakeups is not None
+        conn, _ = server.accept()
+        with conn:
+            wakeups.send(b"busy")
+            wakeups.send(b"last", idle=True)
+            read_exactly(conn, 32)
+            assert read_exactly(conn, 8) == struct.pack(">i", 4) + b"busy"
+            assert read_exactly(conn, 12) == struct.pack(">ii", -2, 4) + b"last"
+        wakeups.close()
+
+
 def test_without_the_operator_parameter_runs_are_polled_for():
     assert RunWakeups.connect(Context({})) is None
 
