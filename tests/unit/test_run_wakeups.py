@@ -4,9 +4,11 @@ the journal binding as -1, a length and the JSON."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import socket
 import struct
+from collections.abc import Iterator
 
 from actionjournal.operator.wakeups import PARAMETER, RunWakeups
 
@@ -28,55 +30,50 @@ def read_exactly(conn: socket.socket, n: int) -> bytes:
     return data
 
 
-def test_sends_the_token_then_each_key_framed():
+@contextlib.contextmanager
+def connected(token: str) -> Iterator[tuple[RunWakeups, socket.socket]]:
+    """A RunWakeups connected to a local listener, and the listener's end of it."""
     with socket.create_server(("127.0.0.1", 0)) as server:
         port = server.getsockname()[1]
-        token = "ab" * 16
         wakeups = RunWakeups.connect(Context({PARAMETER: f"{port} {token}"}))
         assert wakeups is not None
         conn, _ = server.accept()
         with conn:
-            wakeups.send(b"\x00key-1")
-            wakeups.send(b"")
-            assert read_exactly(conn, 32) == token.encode()
-            (n,) = struct.unpack(">i", read_exactly(conn, 4))
-            assert read_exactly(conn, n) == b"\x00key-1"
-            assert struct.unpack(">i", read_exactly(conn, 4)) == (0,)
+            yield wakeups, conn
         wakeups.close()
-        assert not wakeups.alive
-        wakeups.send(b"after close")  # ignored: the timers still find the run
+
+
+def test_sends_the_token_then_each_key_framed():
+    token = "ab" * 16
+    with connected(token) as (wakeups, conn):
+        wakeups.send(b"\x00key-1")
+        wakeups.send(b"")
+        assert read_exactly(conn, 32) == token.encode()
+        (n,) = struct.unpack(">i", read_exactly(conn, 4))
+        assert read_exactly(conn, n) == b"\x00key-1"
+        assert struct.unpack(">i", read_exactly(conn, 4)) == (0,)
+    assert not wakeups.alive
+    wakeups.send(b"after close")  # ignored: the timers still find the run
 
 
 def test_the_binding_is_framed_apart_from_keys():
-    with socket.create_server(("127.0.0.1", 0)) as server:
-        port = server.getsockname()[1]
-        wakeups = RunWakeups.connect(Context({PARAMETER: f"{port} {'cd' * 16}"}))
-        assert wakeups is not None
-        conn, _ = server.accept()
-        with conn:
-            wakeups.send_binding('[["sqlite","/j.db","ü"],0,"default",1]')
-            wakeups.send(b"k")
-            read_exactly(conn, 32)
-            marker, n = struct.unpack(">ii", read_exactly(conn, 8))
-            assert marker == -1
-            assert read_exactly(conn, n).decode() == '[["sqlite","/j.db","ü"],0,"default",1]'
-            assert read_exactly(conn, 5) == struct.pack(">i", 1) + b"k"
-        wakeups.close()
+    with connected("cd" * 16) as (wakeups, conn):
+        wakeups.send_binding('[["sqlite","/j.db","ü"],0,"default",1]')
+        wakeups.send(b"k")
+        read_exactly(conn, 32)
+        marker, n = struct.unpack(">ii", read_exactly(conn, 8))
+        assert marker == -1
+        assert read_exactly(conn, n).decode() == '[["sqlite","/j.db","ü"],0,"default",1]'
+        assert read_exactly(conn, 5) == struct.pack(">i", 1) + b"k"
 
 
 def test_a_key_after_which_no_run_is_left_is_marked_idle():
-    with socket.create_server(("127.0.0.1", 0)) as server:
-        port = server.getsockname()[1]
-        wakeups = RunWakeups.connect(Context({PARAMETER: f"{port} {'ef' * 16}"}))
-        assert wakeups is not None
-        conn, _ = server.accept()
-        with conn:
-            wakeups.send(b"busy")
-            wakeups.send(b"last", idle=True)
-            read_exactly(conn, 32)
-            assert read_exactly(conn, 8) == struct.pack(">i", 4) + b"busy"
-            assert read_exactly(conn, 12) == struct.pack(">ii", -2, 4) + b"last"
-        wakeups.close()
+    with connected("ef" * 16) as (wakeups, conn):
+        wakeups.send(b"busy")
+        wakeups.send(b"last", idle=True)
+        read_exactly(conn, 32)
+        assert read_exactly(conn, 8) == struct.pack(">i", 4) + b"busy"
+        assert read_exactly(conn, 12) == struct.pack(">ii", -2, 4) + b"last"
 
 
 def test_without_the_operator_parameter_runs_are_polled_for():
