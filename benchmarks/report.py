@@ -125,6 +125,14 @@ ABOUT: dict[str, About] = {
         "`fluss.recovery.read`",
         "ratio>=",
     ),
+    "fluss.recovery.read.decoded": About(
+        "the same reads as `fluss.recovery.read`",
+        "the same raw Arrow scan that also decodes each record, one MessagePack call per batch "
+        "(`RecordCodec.decode_many`), but does not group records by key, probe the bucket's "
+        "end or keep offsets: what a reader that hands journal records to Python pays at "
+        "least. Informational, beside `fluss.recovery.read`; the target is ours",
+        "ratio>=",
+    ),
     "flink.concurrency.200x100ms": About(
         "seconds from the first call's arrival to the last call's answer at a local HTTP "
         "service: 200 runs over 200 keys in a PyFlink job at parallelism 1, each one durable "
