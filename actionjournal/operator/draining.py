@@ -19,43 +19,73 @@ just as correct, a round trip to the Python worker per element and timer slower.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from pyflink.datastream import DataStream, StreamExecutionEnvironment
+from pyflink.datastream import DataStream, KeyedStream, StreamExecutionEnvironment
 from pyflink.java_gateway import get_gateway
 
 from actionjournal.operator import javac
 
 SOURCE = Path(__file__).with_name("DrainingKeyedProcessOperator.java")
-WAKEUPS_SOURCE = SOURCE.with_name("RunWakeups.java")
-PYFLINK_OPERATOR = (
-    "org.apache.flink.streaming.api.operators.python.process.ExternalPythonKeyedProcessOperator"
-)
+COMPANIONS = [
+    SOURCE.with_name(name)
+    for name in ("RunWakeups.java", "LoneInputs.java", "KeyByProcessOperator.java")
+]
+PYFLINK = "org.apache.flink.streaming.api.operators.python.process."
 
 
 def operator_jar() -> Path:
-    """The compiled operator for the installed PyFlink, built on first use."""
-    return javac.compiled_jar(SOURCE, companions=[WAKEUPS_SOURCE])
+    """The compiled operators for the installed PyFlink, built on first use."""
+    return javac.compiled_jar(SOURCE, companions=COMPANIONS)
 
 
-def install(env: StreamExecutionEnvironment, stream: DataStream, jar: Path) -> None:
-    """Make ``stream``'s keyed process operator the draining one and ship its jar.
+def install(
+    env: StreamExecutionEnvironment, keyed: KeyedStream, stream: DataStream, jar: Path
+) -> None:
+    """Make ``stream``'s keyed process operator the draining one, the Python key selector's
+    operator before it (if any) the one that passes on lone inputs at once, and ship the jar.
 
-    Only PyFlink's process-mode operator is replaced: in thread mode timers are registered
-    synchronously and the operator is left as it is.
+    Only PyFlink's process-mode operators are replaced: in thread mode timers are registered
+    synchronously and the operators are left as they are.
     """
-    jvm = get_gateway().jvm
-    factory = stream._j_data_stream.getTransformation().getOperatorFactory()
-    pyflinks = factory.getOperator()
-    if pyflinks.getClass().getName() != PYFLINK_OPERATOR:
+    agent = stream._j_data_stream.getTransformation()
+    operator = _pyflinks(agent, "ExternalPythonKeyedProcessOperator")
+    if operator is None:
         return
     javac.ship(env, jar)
-    ours = jvm.io.actionjournal.flink.DrainingKeyedProcessOperator(
-        pyflinks.getConfiguration(),
-        pyflinks.getPythonFunctionInfo(),
-        pyflinks.getInputTypeInfo(),
-        pyflinks.getProducedType(),
+    _replace(agent, operator, "DrainingKeyedProcessOperator")
+    # DataStream.key_by with a Python key selector: a Python operator computes each element's
+    # key, then the partitioning. Its records go to the agent at once, not every 100 ms
+    # (execution.buffer-timeout's default): a lone message should not wait.
+    key_by = keyed._j_data_stream.getTransformation().getInputs().get(0)
+    operator = _pyflinks(key_by, "ExternalPythonProcessOperator")
+    if operator is not None and key_by.getName() == _KEY_BY_NAME:
+        _replace(key_by, operator, "KeyByProcessOperator")
+        key_by.setBufferTimeout(0)
+
+
+def _pyflinks(transformation: Any, name: str) -> Any:
+    """The transformation's operator if it is PyFlink's ``name``, else None."""
+    factory = getattr(transformation, "getOperatorFactory", lambda: None)()
+    operator = getattr(factory, "getOperator", lambda: None)()
+    if operator is None or operator.getClass().getName() != PYFLINK + name:
+        return None
+    return operator
+
+
+def _replace(transformation: Any, operator: Any, ours: str) -> None:
+    """Swap PyFlink's ``operator`` of the transformation for ours: same function, same types."""
+    jvm = get_gateway().jvm
+    replacement = getattr(jvm.io.actionjournal.flink, ours)(
+        operator.getConfiguration(),
+        operator.getPythonFunctionInfo(),
+        operator.getInputTypeInfo(),
+        operator.getProducedType(),
     )
     simple = jvm.org.apache.flink.streaming.api.operators.SimpleOperatorFactory
     field = simple._java_lang_class.getDeclaredField("operator")
     field.setAccessible(True)
-    field.set(factory, ours)
+    field.set(transformation.getOperatorFactory(), replacement)
+
+
+_KEY_BY_NAME = "_stream_key_by_map_operator"  # PythonConfigUtil.STREAM_KEY_BY_MAP_OPERATOR_NAME

@@ -210,7 +210,7 @@ class AgentJob:
         function = AgentFunction(self._agent, environment.config, self._store_factory, with_ids)
         stream = self._keyed.process(function, output_type=Types.PICKLED_BYTE_ARRAY())
         if jar is not None:
-            draining.install(environment.env, stream, jar)
+            draining.install(environment.env, self._keyed, stream, jar)
             # Outputs to an operator not chained with this one cross a network buffer that is
             # flushed every 100 ms by default (execution.buffer-timeout); a run's output
             # leaves at once instead.

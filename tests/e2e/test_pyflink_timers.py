@@ -98,9 +98,10 @@ def test_timers_registered_before_a_checkpoint_fire_after_a_failover(tmp_path, b
     # The worker dies at the first fail:n after a checkpoint holding k elements completed.
     elements += [e for i in range(300) for e in (f"fail:{i}", f"b:z{i}")]
     source = paced_source(env, elements, per_second=60)
-    stream = source.key_by(lambda v: v.split(":")[0]).process(Remember(str(tmp_path)))
+    keyed = source.key_by(lambda v: v.split(":")[0])
+    stream = keyed.process(Remember(str(tmp_path)))
     if drain:
-        draining.install(env, stream, draining.operator_jar())
+        draining.install(env, keyed, stream, draining.operator_jar())
     stream.uid("remember")
     env.execute("timers-after-a-failover")
 
