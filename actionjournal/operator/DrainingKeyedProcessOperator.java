@@ -17,8 +17,7 @@
  * key (RunWakeups.java), and the operator fires that key's timer at once and finishes the
  * bundle (unless one finished within the bundle time), so the run's outputs leave within
  * milliseconds however long it took. The timers
- * the Python function registers itself only resume keys after a restore. The other way, an
- * input that comes alone goes to the Python function at once (LoneInputs.java).
+ * the Python function registers itself only resume keys after a restore.
  *
  * Journal binding: PyFlink gives Python functions keyed state only, so a restore cannot
  * tell, before some key runs, which journal the state was written against. The Python
@@ -59,7 +58,6 @@ import org.apache.flink.streaming.api.operators.TimerHeapInternalTimer;
 import org.apache.flink.streaming.api.operators.python.process.AbstractExternalDataStreamPythonFunctionOperator;
 import org.apache.flink.streaming.api.operators.python.process.ExternalPythonKeyedProcessOperator;
 import org.apache.flink.streaming.api.utils.PythonTypeUtils;
-import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
 import org.apache.flink.types.Row;
 import org.apache.flink.util.OutputTag;
 
@@ -73,7 +71,6 @@ public class DrainingKeyedProcessOperator<OUT> extends ExternalPythonKeyedProces
     private transient TypeSerializer<Row> keySerializer;
     private transient boolean finished;
     private transient long bundleTime; // python.fn-execution.bundle.time, ms
-    private transient LoneInputs inputs;
 
     /** Job parameter: "true" when the job consumes the dead letters' side output. */
     public static final String DEAD_LETTERS = "actionjournal.dead-letters";
@@ -125,7 +122,6 @@ public class DrainingKeyedProcessOperator<OUT> extends ExternalPythonKeyedProces
                 PythonTypeUtils.TypeInfoToSerializerConverter.typeInfoSerializerConverter(
                         new RowTypeInfo(((RowTypeInfo) getInputTypeInfo()).getTypeAt(0)));
         bundleTime = config.get(PythonOptions.MAX_BUNDLE_TIME_MILLS);
-        inputs = new LoneInputs(bundleTime);
         int priority = getOperatorConfig().getChainIndex();
         wakeups =
                 new RunWakeups(
@@ -149,16 +145,6 @@ public class DrainingKeyedProcessOperator<OUT> extends ExternalPythonKeyedProces
         parameters.put(DEAD_LETTERS, String.valueOf(deadLetters));
         parameters.put(RESTORED_BINDINGS, "[" + String.join(",", restoredBindings) + "]");
         return parameters;
-    }
-
-    /** A lone input goes to the Python function at once (LoneInputs.java). */
-    @Override
-    public void processElement(StreamRecord<Row> element) throws Exception {
-        boolean lone = inputs.arrived(getProcessingTimeService().getCurrentProcessingTime());
-        super.processElement(element);
-        if (lone) {
-            invokeFinishBundle();
-        }
     }
 
     /**

@@ -1,8 +1,16 @@
 /*
  * PyFlink's process operator (process mode) for the Python function that computes an agent's
- * keys (DataStream.key_by with a Python key selector), finishing the bundle of a lone input
- * at once (LoneInputs.java) so that a message reaches the agent without waiting for the
- * bundle's time check. Compiled with DrainingKeyedProcessOperator.java (draining.py).
+ * keys (DataStream.key_by with a Python key selector), handing on a lone input at once.
+ *
+ * PyFlink finishes a bundle, the only moment its inputs reach the Python worker, when a
+ * periodic check finds the last finish a bundle time (python.fn-execution.bundle.time) old,
+ * so an input that comes alone waits up to twice the bundle time. Here an input that follows
+ * the one before by at least the bundle time (a chat user's reply to the agent's last output)
+ * finishes its bundle at once, and that finish does not restart the check's wait: inputs
+ * right behind it share the check's next bundle as before. At most one more bundle per
+ * bundle time. The agent's own operator does not do this: there, a bundle of one per burst
+ * of inputs cost one key's back-to-back runs most of their throughput (docs/flink.md).
+ * Compiled with DrainingKeyedProcessOperator.java (draining.py).
  */
 package io.actionjournal.flink;
 
@@ -17,7 +25,8 @@ import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
 public class KeyByProcessOperator<IN, OUT> extends ExternalPythonProcessOperator<IN, OUT> {
     private static final long serialVersionUID = 1L;
 
-    private transient LoneInputs inputs;
+    private transient long bundleTime; // ms
+    private transient long lastInput; // processing time of the last input, ms
 
     public KeyByProcessOperator(
             Configuration config,
@@ -29,16 +38,20 @@ public class KeyByProcessOperator<IN, OUT> extends ExternalPythonProcessOperator
 
     @Override
     public void open() throws Exception {
-        inputs = new LoneInputs(config.get(PythonOptions.MAX_BUNDLE_TIME_MILLS));
+        bundleTime = config.get(PythonOptions.MAX_BUNDLE_TIME_MILLS);
         super.open();
     }
 
     @Override
     public void processElement(StreamRecord<IN> element) throws Exception {
-        boolean lone = inputs.arrived(getProcessingTimeService().getCurrentProcessingTime());
+        long now = getProcessingTimeService().getCurrentProcessingTime();
+        boolean lone = now - lastInput >= bundleTime;
+        lastInput = now;
         super.processElement(element);
         if (lone) {
+            long cadence = lastFinishBundleTime;
             invokeFinishBundle();
+            lastFinishBundleTime = cadence;
         }
     }
 

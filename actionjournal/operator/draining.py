@@ -27,10 +27,7 @@ from pyflink.java_gateway import get_gateway
 from actionjournal.operator import javac
 
 SOURCE = Path(__file__).with_name("DrainingKeyedProcessOperator.java")
-COMPANIONS = [
-    SOURCE.with_name(name)
-    for name in ("RunWakeups.java", "LoneInputs.java", "KeyByProcessOperator.java")
-]
+COMPANIONS = [SOURCE.with_name(name) for name in ("RunWakeups.java", "KeyByProcessOperator.java")]
 PYFLINK = "org.apache.flink.streaming.api.operators.python.process."
 
 

@@ -1,13 +1,13 @@
-"""A lone input reaches the agent at once, not at the bundle's next time check.
+"""A lone input reaches the agent's key selector at once, not at the bundle's next time check.
 
 PyFlink hands a Python operator its inputs when a bundle finishes, which a periodic check
 does once the last finish is a bundle time (``poll_interval_ms``) old: a message that
-comes alone waits up to twice that, in the key selector's operator and again in the
-agent's. Both of actionjournal's operators finish a lone input's bundle at once
-(LoneInputs.java). With a bundle time of 1 s, each message's call starts within a
-quarter of a second of its sending (it takes milliseconds). Were either operator to wait
-for its checks (a wait spread over the second), all six counted messages would make it
-by chance about once in 4,000 runs.
+comes alone waits up to twice that in the key selector's operator before the agent's
+operator even sees it. actionjournal's key selector operator (KeyByProcessOperator.java)
+finishes a lone input's bundle at once. With a bundle time of 1 s, each message reaches
+the key selector within a quarter of a second of its sending (it takes milliseconds);
+waiting for the checks (a wait spread over the second or more), all six counted messages
+would make it by chance about once in 4,000 runs.
 """
 
 from __future__ import annotations
@@ -32,26 +32,31 @@ BUNDLE_MS = 1000
 MESSAGES = 7  # the first, which starts the Python workers, is not counted
 
 
-def started(path: str, i: int) -> int:
-    with open(path, "a") as f:
-        f.write(f"{i} {time.time()}\n")
+def echo(i: int) -> int:
     return i
 
 
-class Stamps(Agent):
-    uid = "stamps"
+class Echo(Agent):
+    uid = "echo"
+
+    @action(InputEvent)
+    async def handle(self, event, ctx):
+        ctx.send_event(
+            OutputEvent(await ctx.durable_execute_async(echo, json.loads(event.input)["i"]))
+        )
+
+
+class StampedKey:
+    """The key selector, noting when it saw each message."""
 
     def __init__(self, path: str) -> None:
         self.path = path
 
-    @action(InputEvent)
-    async def handle(self, event, ctx):
-        i = await ctx.durable_execute_async(started, self.path, json.loads(event.input)["i"])
-        ctx.send_event(OutputEvent(i))
-
-
-def key_of(element: str) -> str:
-    return json.loads(element)["k"]
+    def __call__(self, element: str) -> str:
+        item = json.loads(element)
+        with open(self.path, "a") as f:
+            f.write(f"{item['i']} {time.time()}\n")
+        return item["k"]
 
 
 def wait_for(sink: JsonLines, count: int) -> None:
@@ -61,7 +66,7 @@ def wait_for(sink: JsonLines, count: int) -> None:
         time.sleep(0.02)
 
 
-def test_a_lone_message_starts_its_run_without_waiting_for_the_bundle_time(tmp_path: Path):
+def test_a_lone_message_is_keyed_without_waiting_for_the_bundle_time(tmp_path: Path):
     env = local_env()
     config = AgentsConfig(
         store=SqliteStoreConfig(path=str(tmp_path / "journal.db")), poll_interval_ms=BUNDLE_MS
@@ -73,9 +78,9 @@ def test_a_lone_message_starts_its_run_without_waiting_for_the_bundle_time(tmp_p
     source = DataStream(
         env._j_stream_execution_environment.socketTextStream("127.0.0.1", port, "\n", 0)
     )
-    stamps, sink = tmp_path / "started", JsonLines(tmp_path / "outputs.jsonl")
-    job_stream = agents.from_datastream(source, key_selector=key_of)
-    job_stream.apply(Stamps(str(stamps))).to_datastream().map(sink)
+    stamps, sink = tmp_path / "keyed", JsonLines(tmp_path / "outputs.jsonl")
+    job_stream = agents.from_datastream(source, key_selector=StampedKey(str(stamps)))
+    job_stream.apply(Echo()).to_datastream().map(sink)
     job = env.execute_async("lone inputs")
     sent = {}
     try:
@@ -94,10 +99,10 @@ def test_a_lone_message_starts_its_run_without_waiting_for_the_bundle_time(tmp_p
         listener.close()
 
     assert sorted(sink.read()) == list(range(MESSAGES))
-    began = {
+    keyed = {
         int(i): float(t) for i, t in (line.split() for line in stamps.read_text().splitlines())
     }
-    waits = {i: round(began[i] - sent[i], 3) for i in range(1, MESSAGES)}
+    waits = {i: round(keyed[i] - sent[i], 3) for i in range(1, MESSAGES)}
     assert all(wait < BUNDLE_MS / 1000 / 4 for wait in waits.values()), (
-        f"seconds from sending each message to its call's start: {waits}"
+        f"seconds from sending each message to its key selector: {waits}"
     )
