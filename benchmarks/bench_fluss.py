@@ -219,12 +219,10 @@ def bench_recovery_read(bootstrap: str, records: int = 30000, keys: int = 300) -
     base = raw_scan(lambda column: column)  # the record bytes, as Arrow: no Python objects
     # Each record's bytes as a Python object, by the NumPy route the store takes: what any
     # reader that hands records to Python pays at least.
-    pybytes = raw_scan(lambda column: column.to_numpy(zero_copy_only=False).tolist())
+    pybytes = raw_scan(_python_bytes)
     # ... and decoded, in one MessagePack call per batch: what any reader that hands journal
     # records to Python pays at least (no grouping by key, no offsets).
-    decoded = raw_scan(
-        lambda column: codec.decode_many(column.to_numpy(zero_copy_only=False).tolist(), str)
-    )
+    decoded = raw_scan(lambda column: codec.decode_many(_python_bytes(column), str))
     raw.close()
     print(
         f"recovery: {records} records of {keys} keys in one bucket; read_key took "
@@ -241,6 +239,12 @@ def bench_recovery_read(bootstrap: str, records: int = 30000, keys: int = 300) -
         entry("fluss.recovery.read.decoded", "records/s", records / ours, records / decoded,
               0.5),
     ]  # fmt: skip
+
+
+def _python_bytes(column: pa.Array) -> list[bytes]:
+    """Each value of a binary column as a ``bytes`` object, by the NumPy route the store takes."""
+    values: list[bytes] = column.to_numpy(zero_copy_only=False).tolist()
+    return values
 
 
 def run(bootstrap: str) -> list[dict]:

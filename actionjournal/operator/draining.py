@@ -29,6 +29,7 @@ from actionjournal.operator import javac
 SOURCE = Path(__file__).with_name("DrainingKeyedProcessOperator.java")
 COMPANIONS = [SOURCE.with_name(name) for name in ("RunWakeups.java", "KeyByProcessOperator.java")]
 PYFLINK = "org.apache.flink.streaming.api.operators.python.process."
+KEY_BY_NAME = "_stream_key_by_map_operator"  # PythonConfigUtil.STREAM_KEY_BY_MAP_OPERATOR_NAME
 
 
 def operator_jar() -> Path:
@@ -55,19 +56,19 @@ def install(
     # key, then the partitioning. Its records go to the agent at once, not every 100 ms
     # (execution.buffer-timeout's default): a lone message should not wait.
     key_by = keyed._j_data_stream.getTransformation().getInputs().get(0)
+    if key_by.getName() != KEY_BY_NAME:
+        return
     operator = _pyflinks(key_by, "ExternalPythonProcessOperator")
-    if operator is not None and key_by.getName() == _KEY_BY_NAME:
+    if operator is not None:
         _replace(key_by, operator, "KeyByProcessOperator")
         key_by.setBufferTimeout(0)
 
 
 def _pyflinks(transformation: Any, name: str) -> Any:
-    """The transformation's operator if it is PyFlink's ``name``, else None."""
-    factory = getattr(transformation, "getOperatorFactory", lambda: None)()
-    operator = getattr(factory, "getOperator", lambda: None)()
-    if operator is None or operator.getClass().getName() != PYFLINK + name:
-        return None
-    return operator
+    """The operator of a transformation of a PyFlink Python function if it is PyFlink's
+    ``name`` (process mode), else None."""
+    operator = transformation.getOperatorFactory().getOperator()
+    return operator if operator.getClass().getName() == PYFLINK + name else None
 
 
 def _replace(transformation: Any, operator: Any, ours: str) -> None:
@@ -83,6 +84,3 @@ def _replace(transformation: Any, operator: Any, ours: str) -> None:
     field = simple._java_lang_class.getDeclaredField("operator")
     field.setAccessible(True)
     field.set(transformation.getOperatorFactory(), replacement)
-
-
-_KEY_BY_NAME = "_stream_key_by_map_operator"  # PythonConfigUtil.STREAM_KEY_BY_MAP_OPERATOR_NAME
