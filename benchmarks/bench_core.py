@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import resource
 import sqlite3
+import statistics
 import tempfile
 import threading
 import time
@@ -101,7 +102,9 @@ def bench_sqlite(n: int = 300) -> dict:
     return entry("core.durable_execute.sqlite", "us/call", o, b, target=1.5)
 
 
-def bench_group_commit(threads: int = 64, per_thread: int = 40, raw_n: int = 400) -> dict:
+def bench_group_commit(
+    threads: int = 64, per_thread: int = 40, raw_n: int = 400, rounds: int = 5
+) -> dict:
     """Ours: ``threads`` threads, one key each, appending through one SQLite store at once.
     Baseline: one thread inserting and committing the same record bytes one at a time on a
     raw connection with the same settings (WAL, ``synchronous=FULL``)."""
@@ -158,13 +161,16 @@ def bench_group_commit(threads: int = 64, per_thread: int = 40, raw_n: int = 400
                 raw.execute("COMMIT")
             return raw_n / (time.perf_counter() - start)
 
+        ours_round(), raw_round()  # warm-up: each side's WAL file grows to its working size
+        costs.clear()
+        commits.clear()
         ours, base = [], []
-        for _ in range(3):  # interleaved rounds, median of each side
+        for _ in range(rounds):  # interleaved rounds, median of each side
             ours.append(ours_round())
             base.append(raw_round())
         store.close()
         raw.close()
-    o, b = sorted(ours)[1], sorted(base)[1]
+    o, b = statistics.median(ours), statistics.median(base)
     print(
         f"group commit: {threads} threads x {per_thread} appends, records/s per round: ours "
         f"{[round(x) for x in ours]}, raw insert+commit loop {[round(x) for x in base]}; "

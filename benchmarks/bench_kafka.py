@@ -18,6 +18,7 @@ Every benchmark uses its own new topic with the store's default 64 partitions.
 
 from __future__ import annotations
 
+import statistics
 import threading
 import time
 import uuid
@@ -190,7 +191,9 @@ def bench_throughput(bootstrap: str, per_thread: int = 150, rounds: int = 2) -> 
     return entry("kafka.throughput.64", "records/s", max(ours), max(base), 0.8)
 
 
-def bench_recovery_read(bootstrap: str, records: int = 30000, keys: int = 300) -> dict:
+def bench_recovery_read(
+    bootstrap: str, records: int = 30000, keys: int = 300, rounds: int = 5
+) -> dict:
     writer = _store(bootstrap)
     topic = writer.topic
     # Keys of one partition, as after a restart every key of a partition recovers.
@@ -210,43 +213,55 @@ def bench_recovery_read(bootstrap: str, records: int = 30000, keys: int = 300) -
     raw.flush(60)
     writer.close()
 
-    reader = KafkaStore(KafkaStoreConfig(bootstrap_servers=bootstrap, topic=topic))
-    start = time.perf_counter()
-    got = sum(len(reader.read_key("bench", "op", key, None)) for key in ours_keys)
-    ours = time.perf_counter() - start
-    reader.close()
-    assert got == records, f"read {got} of {records} records"
+    def ours_round() -> float:
+        reader = KafkaStore(KafkaStoreConfig(bootstrap_servers=bootstrap, topic=topic))
+        start = time.perf_counter()
+        got = sum(len(reader.read_key("bench", "op", key, None)) for key in ours_keys)
+        elapsed = time.perf_counter() - start
+        reader.close()
+        assert got == records, f"read {got} of {records} records"
+        return elapsed
 
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": "bench-raw",
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-        }
-    )
-    start = time.perf_counter()
-    low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=30)
-    consumer.assign([TopicPartition(topic, 0, low)])
-    seen = 0
-    done = False
-    while not done:
-        for message in consumer.consume(min(10000, high - low - seen) or 1, timeout=1.0):
-            if message.error():
-                done = message.error().code() == KafkaError._PARTITION_EOF
-                if done:
-                    break
-                raise RuntimeError(message.error())
-            message.value()
-            seen += 1
-            if message.offset() >= high - 1:
-                done = True
-    base = time.perf_counter() - start
-    consumer.close()
+    def raw_round() -> float:
+        consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": "bench-raw",
+                "enable.auto.commit": False,
+                "enable.partition.eof": True,
+            }
+        )
+        start = time.perf_counter()
+        low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=30)
+        consumer.assign([TopicPartition(topic, 0, low)])
+        seen = 0
+        done = False
+        while not done:
+            for message in consumer.consume(min(10000, high - low - seen) or 1, timeout=1.0):
+                if message.error():
+                    done = message.error().code() == KafkaError._PARTITION_EOF
+                    if done:
+                        break
+                    raise RuntimeError(message.error())
+                message.value()
+                seen += 1
+                if message.offset() >= high - 1:
+                    done = True
+        elapsed = time.perf_counter() - start
+        consumer.close()
+        return elapsed
+
+    times: list[float] = []
+    bases: list[float] = []
+    for _ in range(rounds):  # interleaved rounds, median of each side
+        times.append(ours_round())
+        bases.append(raw_round())
+    ours, base = statistics.median(times), statistics.median(bases)
     print(
         f"recovery: {records} records of {keys} keys in one partition; read_key took "
         f"{ours * 1000:.0f} ms (one offsets query and one pass for the partition), the raw "
-        f"loop {base * 1000:.0f} ms"
+        f"loop {base * 1000:.0f} ms (medians of {rounds} rounds: ours "
+        f"{[round(t * 1000) for t in times]}, raw {[round(t * 1000) for t in bases]})"
     )
     return entry("kafka.recovery.read", "records/s", records / ours, records / base, 0.5)
 
