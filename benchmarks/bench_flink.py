@@ -187,9 +187,9 @@ def _latency(name: str, durations: list[float], q: float, target: float) -> dict
     for side, samples in (("ours", ours), ("floor", floor)):
         added, way_in, way_out = ([sample[n] for sample in samples] for n in range(3))
         print(
-            f"{name}: {side}: {len(samples)} messages, ms added above the call: p50 "
-            f"{_percentile(added, 0.5):.1f} p{q * 100:g} {_percentile(added, q):.1f} max "
-            f"{max(added):.1f}; of which p50 {_percentile(way_in, 0.5):.1f} before the call "
+            f"{name}: {side}: {len(samples)} messages, ms added above the call: "
+            f"{', '.join(f'p{p:g} {_percentile(added, p / 100):.1f}' for p in (50, 90, 99))}, "
+            f"max {max(added):.1f}; of which p50 {_percentile(way_in, 0.5):.1f} before the call "
             f"began (socket source to the Python function) and {_percentile(way_out, 0.5):.1f} "
             "after it ended (journal, emitting, the map after the operator)"
         )
