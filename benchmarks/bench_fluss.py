@@ -39,7 +39,7 @@ import pyarrow as pa
 from actionjournal.durable.codec import RecordCodec
 from actionjournal.durable.records import CallFinished, RunCompleted
 from actionjournal.stores.fluss import FlussStore, FlussStoreConfig
-from benchmarks.common import entry
+from benchmarks.common import entry, timed_recovery
 
 RECORD_BYTES = 200
 
@@ -178,17 +178,7 @@ def bench_recovery_read(
 
     def recover() -> float:
         """Seconds a new store takes to recover every key of the bucket."""
-        reader = _store(bootstrap, table)
-        # The set-up (imports, the 30,000 appends) leaves the garbage collector owing a full
-        # collection (50-80 ms at this heap size), which would land in whichever timed read
-        # comes first: every timed read starts with nothing owed.
-        gc.collect()
-        start = time.perf_counter()
-        got = sum(len(reader.read_key("bench", "op", key, None)) for key in bucket_keys)
-        took = time.perf_counter() - start
-        reader.close()
-        assert got == records, f"read {got} of {records} records"
-        return took
+        return timed_recovery(_store(bootstrap, table), bucket_keys, records)
 
     def raw_scan(touch: Callable[[pa.Array], object]) -> float:
         """Seconds a plain pyfluss scan of the bucket takes, ``touch`` given each batch's

@@ -18,6 +18,7 @@ Every benchmark uses its own new topic with the store's default 64 partitions.
 
 from __future__ import annotations
 
+import gc
 import statistics
 import threading
 import time
@@ -28,7 +29,7 @@ from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from actionjournal.durable.codec import RecordCodec
 from actionjournal.durable.records import RunCompleted
 from actionjournal.stores.kafka import KafkaStore, KafkaStoreConfig
-from benchmarks.common import BenchContext, entry
+from benchmarks.common import BenchContext, entry, timed_recovery
 
 RECORD_BYTES = 200
 THREADS = 64
@@ -221,12 +222,7 @@ def bench_recovery_read(
 
     def ours_round() -> float:
         reader = KafkaStore(KafkaStoreConfig(bootstrap_servers=bootstrap, topic=topic))
-        start = time.perf_counter()
-        got = sum(len(reader.read_key("bench", "op", key, None)) for key in ours_keys)
-        elapsed = time.perf_counter() - start
-        reader.close()
-        assert got == records, f"read {got} of {records} records"
-        return elapsed
+        return timed_recovery(reader, ours_keys, records)
 
     def raw_round(decode: bool = False) -> float:
         """The raw loop; with ``decode``, each consumed batch's records also decoded in one
@@ -239,6 +235,7 @@ def bench_recovery_read(
                 "enable.partition.eof": True,
             }
         )
+        gc.collect()  # as before each of our reads (timed_recovery)
         start = time.perf_counter()
         low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=30)
         consumer.assign([TopicPartition(topic, 0, low)])

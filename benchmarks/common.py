@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import gc
+import time
+from collections.abc import Sequence
 from functools import cached_property
+
+from actionjournal.stores.base import JournalStore
 
 
 def entry(name: str, unit: str, ours: float, baseline: float, target: float) -> dict:
@@ -21,6 +26,21 @@ def entry(name: str, unit: str, ours: float, baseline: float, target: float) -> 
 def unavailable(name: str, reason: str) -> dict:
     """An entry that could not be measured, and why (shown as such in docs/performance.md)."""
     return {"name": name, "error": reason}
+
+
+def timed_recovery(reader: JournalStore, keys: Sequence[str], records: int) -> float:
+    """Seconds ``reader`` takes to read every key's journal, as a restart does; then closed.
+
+    The set-up (imports, tens of thousands of appends) leaves the garbage collector owing a
+    full collection (50-80 ms at this heap size), which would land in whichever timed read
+    comes first: every timed read starts with nothing owed."""
+    gc.collect()
+    start = time.perf_counter()
+    got = sum(len(reader.read_key("bench", "op", key, None)) for key in keys)
+    took = time.perf_counter() - start
+    reader.close()
+    assert got == records, f"read {got} of {records} records"
+    return took
 
 
 class BenchContext(contextlib.ExitStack):
