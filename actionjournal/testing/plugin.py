@@ -15,6 +15,14 @@ Fixtures (prefixed ``aj_`` so they do not clash with a suite's own ``store`` or
 ``aj_kafka``
     a ``KafkaStoreConfig`` of a new topic (4 partitions) on that broker, deleted after the
     test.
+``aj_kafka_cluster``
+    a private :class:`~actionjournal.dev.kafka_cluster.KafkaCluster` of three brokers, started
+    on first use and shared by the session; before each test that asks for it, a broker an
+    earlier test killed is started again. Its handles: ``kill_broker(node)`` (SIGKILL),
+    ``start_broker(node)``, ``leader(topic, partition)``, ``wait_in_sync(topic)``.
+``aj_kafka_replicated``
+    a ``KafkaStoreConfig`` of a new topic on ``aj_kafka_cluster``: 4 partitions, replication
+    factor 3, ``min.insync.replicas`` 2 (what docs/kafka.md recommends); deleted after the test.
 ``aj_fluss_bootstrap`` (session), ``aj_fluss``
     the same for Apache Fluss (``FLUSS_BOOTSTRAP`` or a private cluster; pyfluss needed):
     a ``FlussStoreConfig`` of a new table (4 buckets), dropped after the test. Skipped, with
@@ -43,6 +51,7 @@ from actionjournal.stores.kafka.config import KafkaStoreConfig
 from actionjournal.stores.sqlite import SqliteStore
 
 if TYPE_CHECKING:
+    from actionjournal.dev.kafka_cluster import KafkaCluster
     from actionjournal.testing.harness import Journal, RestoreScenario
 
 
@@ -99,6 +108,47 @@ def aj_kafka(aj_kafka_bootstrap: str) -> Iterator[KafkaStoreConfig]:
         partitions=4,
     )
     yield config
+    _delete(config)
+
+
+@pytest.fixture(scope="session")
+def _aj_kafka_cluster() -> Iterator[KafkaCluster]:
+    pytest.importorskip("confluent_kafka", reason="the Kafka store needs confluent-kafka")
+    if not _has_java():
+        pytest.skip("no Kafka cluster: install a JDK 17+ and Maven")
+    from actionjournal.dev.kafka_cluster import KafkaCluster
+    from actionjournal.dev.maven import MavenError
+
+    cluster = KafkaCluster(brokers=3)
+    try:
+        cluster.__enter__()
+    except MavenError as exc:
+        pytest.skip(f"no Kafka cluster: make Maven work ({exc})")
+    try:
+        yield cluster
+    finally:
+        cluster.__exit__(None, None, None)
+
+
+@pytest.fixture
+def aj_kafka_cluster(_aj_kafka_cluster: KafkaCluster) -> KafkaCluster:
+    """Three local brokers, all running (one a previous test killed is started again)."""
+    _aj_kafka_cluster.start()
+    return _aj_kafka_cluster
+
+
+@pytest.fixture
+def aj_kafka_replicated(aj_kafka_cluster: KafkaCluster) -> Iterator[KafkaStoreConfig]:
+    """A new topic (4 partitions, RF 3, min ISR 2) on ``aj_kafka_cluster``; deleted after."""
+    config = KafkaStoreConfig(
+        bootstrap_servers=aj_kafka_cluster.bootstrap,
+        topic=f"aj-replicated-{uuid.uuid4().hex[:8]}",
+        partitions=4,
+        replication_factor=3,
+        min_insync_replicas=2,
+    )
+    yield config
+    aj_kafka_cluster.start()  # a test that killed brokers: the topic is deleted with all up
     _delete(config)
 
 

@@ -42,7 +42,7 @@ from actionjournal.stores.base import (
     entries_cost,
     with_control,
 )
-from actionjournal.stores.kafka.admin import delete_records, partition_count, prepare_topic
+from actionjournal.stores.kafka.admin import delete_records, prepare_topic, topic_shape
 from actionjournal.stores.kafka.config import KafkaStoreConfig
 from actionjournal.stores.kafka.delivery import Delivery, Reports
 from actionjournal.stores.kafka.errors import advice, describe, retrying
@@ -355,10 +355,13 @@ class KafkaStore(MaintenanceStore):
             **client_logging(),
             **(client_config or {}),
         }
-        config = KafkaStoreConfig(
+        partitions, replicas = topic_shape(settings, topic, admin_timeout_s)
+        config = KafkaStoreConfig(  # the topic as it is: nothing to refuse or warn about
             bootstrap_servers=bootstrap_servers,
             topic=topic,
-            partitions=partition_count(settings, topic, admin_timeout_s),
+            partitions=partitions,
+            replication_factor=replicas,
+            min_insync_replicas=1,
             create_topic=False,
             client_config=client_config or {},
             admin_timeout_s=admin_timeout_s,
@@ -449,11 +452,10 @@ class KafkaStore(MaintenanceStore):
     def _watermarks(self, partition: int) -> tuple[int, int]:
         tp = TopicPartition(self.topic, partition)
         low, high = retrying(
-            lambda: self._consumer.get_watermark_offsets(
-                tp, timeout=self.config.admin_timeout_s, cached=False
-            ),
+            lambda timeout: self._consumer.get_watermark_offsets(tp, timeout, cached=False),
             f"reading the offsets of topic {self.topic} partition {partition}",
             self.config,
+            refresh=lambda timeout: self._consumer.list_topics(self.topic, timeout),
         )
         return low, high
 
