@@ -23,6 +23,7 @@ from benchmarks import (
     bench_fluss,
     bench_kafka,
     bench_peer,
+    bench_replicated,
     bench_retry,
     report,
 )
@@ -34,6 +35,7 @@ MODULES = [
     bench_core,
     bench_kafka,
     bench_fluss,
+    bench_replicated,
     bench_flink,
     bench_peer,
     bench_retry,
