@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from actionjournal.durable.errors import (
         ActionFailedError,
         ActionJournalError,
+        CallArgumentsError,
         CleanupBoundaryError,
         ConfigurationError,
         ContextClosedError,
@@ -52,6 +53,7 @@ __all__ = [
     "ActionFailedError",
     "ActionJournalError",
     "Agent",
+    "CallArgumentsError",
     "CallInfo",
     "CleanupBoundaryError",
     "ConfigurationError",
@@ -99,6 +101,7 @@ _LAZY = {
     "actionjournal.durable.errors": (
         "ActionFailedError",
         "ActionJournalError",
+        "CallArgumentsError",
         "CleanupBoundaryError",
         "ConfigurationError",
         "ContextClosedError",

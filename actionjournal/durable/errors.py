@@ -12,6 +12,11 @@ class ConfigurationError(ActionJournalError):
     naming it and what it may be."""
 
 
+class CallArgumentsError(ConfigurationError, TypeError):
+    """A durable call's arguments do not fit its function's signature (a misspelled option
+    becomes an unexpected keyword): refused before the call ran, nothing journaled."""
+
+
 class RecordError(ActionJournalError):
     """A journal record could not be read. ``where`` names topic/partition/offset or file/row."""
 

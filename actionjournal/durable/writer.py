@@ -64,11 +64,14 @@ class RunWriter:
             **fields,
         )
 
-    def write(self, record: JournalRecord, context: str = "") -> Marker:
-        return self.write_all([record], context)[0]
+    def write(self, record: JournalRecord, context: str = "", reserved: bool = False) -> Marker:
+        return self.write_all([record], context, reserved)[0]
 
-    def write_all(self, records: Sequence[JournalRecord], context: str = "") -> list[Marker]:
-        """Append ``records`` in order, in one commit where the store can (all or none)."""
+    def write_all(
+        self, records: Sequence[JournalRecord], context: str = "", reserved: bool = False
+    ) -> list[Marker]:
+        """Append ``records`` in order, in one commit where the store can (all or none).
+        ``reserved``: the run's length budget already counted them (see RunBudget.reserve)."""
         if self.closed:
             raise ContextClosedError(
                 f"{context or type(records[0]).__name__}: action {self.action} (key id "
@@ -78,7 +81,7 @@ class RunWriter:
         try:
             if self.budget is not None:
                 for record in records:
-                    self.budget.take(record)
+                    self.budget.take(record, reserved)
             token = appending.set(self.metrics)
             try:
                 if len(records) == 1:

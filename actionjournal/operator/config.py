@@ -12,6 +12,16 @@ from actionjournal.stores.config import SqliteStoreConfig, StoreConfig
 RunFailurePolicy = Literal["fail", "dead-letter", "retry-then-dead-letter"]
 
 
+class RunFailureOptions(BaseModel):
+    """The run failure policy's options, as :class:`LocalRunner` takes them (the same as
+    :class:`AgentsConfig`'s): checked when given."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    on_run_failure: RunFailurePolicy = "fail"
+    run_failure_restarts: int = Field(3, ge=1)
+
+
 class AgentsConfig(BaseModel):
     """``journal`` settings and the ``store`` (``backend`` picks sqlite or kafka)."""
 

@@ -331,8 +331,18 @@ class Run:
                 f"completed. {self.consequence}"
             )
         raised = calls.failure_of(exc)
-        detail = f"{raised} raised {exc!r}" if raised else repr(exc)
+        detail = f"{raised} raised {_described(exc)}" if raised else _described(exc)
         return ActionFailedError(f"{where}: {detail}. {self.consequence}")
+
+
+def _described(exc: Exception) -> str:
+    """``repr(exc)``, and its ``str()`` too when that says more (a custom ``__str__``)."""
+    text = repr(exc)
+    try:
+        message = str(exc)
+    except Exception:
+        return text
+    return text if not message or message in text else f"{text}: {message}"
 
 
 async def _run_body(spec: ActionSpec, event: Event, ctx: RunnerContext) -> None:

@@ -21,6 +21,7 @@ def test_top_package_all_is_pinned_and_every_name_resolves():
         "ActionFailedError",
         "ActionJournalError",
         "Agent",
+        "CallArgumentsError",
         "CallInfo",
         "CleanupBoundaryError",
         "ConfigurationError",
