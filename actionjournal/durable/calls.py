@@ -31,6 +31,7 @@ from actionjournal.durable.errors import (
     ConfigurationError,
     DivergenceError,
     EncodingError,
+    JournalUnavailableError,
     ReconcileError,
     UnknownOutcomeError,
 )
@@ -141,6 +142,14 @@ class _Invoke:
                 self.cid, self.opts, self.fid, self.args, self.kwargs, self.attempt
             )
         return self._info
+
+    def run(self) -> Any:
+        """Call the function, on the thread it runs on: checked there, since a call made just
+        before the journal refused a write may have waited for a thread since."""
+        health = self.calls.writer.health
+        if health is not None:
+            health.check(f"durable call {self.fid} (call id {self.cid})")
+        return self.fn(*self.args, **self.kwargs)
 
 
 class _Reconcile:
@@ -387,6 +396,8 @@ class ActionCalls:
                     if wait > 0:
                         yield _Sleep(wait)
                     self.counts.retry(wait)
+                if self.writer.health is not None:  # a journal that refused a write: stop
+                    self.writer.health.check(f"durable call {fid} (call id {cid})")
                 if budget is not None:  # room for the outcome before the call runs
                     held = 2 if needs_start else 1
                     budget.reserve(held, f"durable call {fid} (call id {cid})")
@@ -420,6 +431,10 @@ class ActionCalls:
                 self.counts.call_executed(time.perf_counter() - clock)
                 if not self._action_stopping():  # the action cancelled it: journal what happened
                     yield booked(finish(None, exc, attempt))
+                raise
+            except JournalUnavailableError:  # refused before it ran: nothing to journal
+                if budget is not None:
+                    budget.release(held)
                 raise
             except Exception as exc:
                 self.counts.call_executed(time.perf_counter() - clock)
@@ -770,7 +785,7 @@ def _drive_sync(
             if isinstance(effect, _Invoke):  # the common effects first
                 token = _current_call.set(effect)
                 try:
-                    send = effect.fn(*effect.args, **effect.kwargs)
+                    send = effect.run()
                 finally:
                     _current_call.reset(token)
             elif isinstance(effect, _Write):
@@ -810,7 +825,12 @@ async def _drive_async(gen: Generator[_Effect, Any, Any]) -> Any:
             if isinstance(effect, _Invoke):  # the common effects first
                 token = _current_call.set(effect)
                 try:
-                    send = await _call(effect.fn, *effect.args, **effect.kwargs)
+                    if is_coroutine_function(effect.fn):
+                        send = await effect.run()
+                    else:
+                        send = await asyncio.to_thread(effect.run)
+                        if inspect.isawaitable(send):
+                            send = await send
                 finally:
                     _current_call.reset(token)
             elif isinstance(effect, _Write):
@@ -833,7 +853,7 @@ async def _append(effect: _Write) -> None:
     """Append in a worker thread. Cancelled meanwhile, it still waits for the append to end
     (a thread cannot be stopped), so the journal's order is the order of the effects."""
     append = asyncio.ensure_future(
-        asyncio.to_thread(effect.writer.write, effect.record, effect.context, effect.reserved)
+        effect.writer.write_async(effect.record, effect.context, effect.reserved)
     )
     try:
         await asyncio.shield(append)

@@ -63,6 +63,11 @@ class JournalWriteError(StoreError):
     """An append was not acknowledged. The journal does not hold the record."""
 
 
+class JournalUnavailableError(JournalWriteError):
+    """A durable call or run was not started: the journal refused a write earlier in this
+    process, so its outcome could not be journaled either; the task fails."""
+
+
 class RecordTooLargeError(JournalWriteError, PayloadTooLargeError):
     """A record is larger than the store accepts; it is not kept, and never will be."""
 

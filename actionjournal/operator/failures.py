@@ -16,7 +16,6 @@ journaled anyway.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import logging
 import time
@@ -115,7 +114,7 @@ class RunFailures:
             counts.run("failed")
             raise exc
         final = self.policy == "dead-letter" or recorded.tries >= self.restarts
-        marker = await asyncio.to_thread(self._journal, run, exc, final)
+        marker = await self.env.health.run(self._journal, run, exc, final)
         if not final:
             counts.run("failed")
             raise exc

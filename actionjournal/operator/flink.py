@@ -320,6 +320,7 @@ class AgentFunction(KeyedProcessFunction):
         self._thread.join(timeout=10)
         if self._wakeups is not None:
             self._wakeups.close()
+        self.engine.env.health.close()
         self.store.close()
         if self.config.stats_file:
             counts = self.engine.counts

@@ -35,6 +35,7 @@ def test_top_package_all_is_pinned_and_every_name_resolves():
         "Failed",
         "InputEvent",
         "JournalConfig",
+        "JournalUnavailableError",
         "JournalWriteError",
         "LocalRunner",
         "MarkerMismatchError",
