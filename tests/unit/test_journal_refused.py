@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from actionjournal import (
+    ActionFailedError,
     Agent,
     InputEvent,
     JournalUnavailableError,
@@ -100,7 +101,7 @@ def test_no_call_starts_after_the_journal_refused_a_write_and_the_runner_stops()
 def test_a_new_run_is_refused_with_a_clear_error_once_a_write_was_refused():
     store = BrokenJournal(good=0, stall=0.0)
     runner = LocalRunner(Steps(), store, on_run_failure="dead-letter")
-    with pytest.raises(Exception):
+    with pytest.raises(ActionFailedError, match="journal write"):
         asyncio.run(runner.run([("k0", "o0")]))
     health = runner.engine.env.health
     assert health.failure is not None
