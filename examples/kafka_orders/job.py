@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from agent import Orders  # shipped to the workers with --pyFiles
 from pyflink.datastream import StreamExecutionEnvironment
 
-from actionjournal.operator.config import AgentsConfig
-from actionjournal.operator.flink import AgentsExecutionEnvironment
-from actionjournal.operator.kafka import kafka_sink, kafka_source
+from actionjournal.flink import AgentsConfig
+from actionjournal.flink.function import AgentsExecutionEnvironment
+from actionjournal.flink.kafka_io import kafka_sink, kafka_source
 from actionjournal.stores.config import KafkaStoreConfig, SqliteStoreConfig
 
 

@@ -52,8 +52,8 @@ def run_job(
     """
     from pyflink.common import Types
 
-    from actionjournal.operator.config import AgentsConfig
-    from actionjournal.operator.flink import AgentsExecutionEnvironment
+    from actionjournal.flink import AgentsConfig
+    from actionjournal.flink.function import AgentsExecutionEnvironment
     from actionjournal.stores.config import SqliteStoreConfig
     from actionjournal.testing.flink import local_env, paced_source
 

@@ -43,8 +43,8 @@ def run_job(
     """Run the agent over ``tickets`` in a PyFlink job with checkpoints; its outputs."""
     from pyflink.common import Types
 
-    from actionjournal.operator.config import AgentsConfig
-    from actionjournal.operator.flink import AgentsExecutionEnvironment
+    from actionjournal.flink import AgentsConfig
+    from actionjournal.flink.function import AgentsExecutionEnvironment
     from actionjournal.stores.config import SqliteStoreConfig
     from actionjournal.testing.flink import local_env, paced_source
 
