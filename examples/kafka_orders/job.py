@@ -15,9 +15,9 @@ from agent import Orders  # shipped to the workers with --pyFiles
 from pyflink.datastream import StreamExecutionEnvironment
 
 from actionjournal.flink import AgentsConfig
-from actionjournal.flink.function import AgentsExecutionEnvironment
-from actionjournal.flink.kafka_io import kafka_sink, kafka_source
-from actionjournal.stores.config import KafkaStoreConfig, SqliteStoreConfig
+from actionjournal.flink import AgentsExecutionEnvironment
+from actionjournal.flink import kafka_sink, kafka_source
+from actionjournal.stores import KafkaStoreConfig, SqliteStoreConfig
 
 
 def main(argv: Sequence[str] | None = None) -> None:
