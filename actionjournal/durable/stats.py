@@ -21,7 +21,6 @@ import Flink: the mirror takes any object shaped like a Flink ``MetricGroup``).
 from __future__ import annotations
 
 import bisect
-import contextvars
 import math
 import threading
 import time
@@ -400,34 +399,6 @@ def _state(series: _Count | _Spread) -> tuple[list[int], float, float]:
     if isinstance(series, _Count):
         return [], series.value, series.created
     return list(series.counts), series.sum, series.created
-
-
-# The metrics of the engine whose RunWriter is appending in this context (see note_append).
-appending: contextvars.ContextVar[JournalMetrics | None] = contextvars.ContextVar(
-    "actionjournal_appending", default=None
-)
-
-
-def note_append(backend: str, nbytes: int, started: float) -> None:
-    """A store's hook, called when an append is durable: ``nbytes`` encoded bytes, ``started``
-    the ``time.perf_counter()`` at which the append began. Counted for the engine appending."""
-    metrics = appending.get()
-    if metrics is not None:
-        metrics.appended(backend, nbytes, time.perf_counter() - started)
-
-
-# The metrics of the engine whose recovery is reading in this context (see note_foreign).
-reading: contextvars.ContextVar[JournalMetrics | None] = contextvars.ContextVar(
-    "actionjournal_reading", default=None
-)
-
-
-def note_foreign(n: int) -> None:
-    """A store's hook: its recovery read skipped ``n`` foreign records (counted for the engine
-    reading)."""
-    metrics = reading.get()
-    if metrics is not None:
-        metrics.foreign(n)
 
 
 class MetricGroupMirror:

@@ -52,20 +52,20 @@ from actionjournal.durable.codec import RecordCodec
 from actionjournal.durable.errors import ConfigurationError, CorruptRecordError
 from actionjournal.durable.records import JournalBinding
 from actionjournal.durable.stats import MetricGroupMirror
+from actionjournal.durable.store import Store
 from actionjournal.flink import draining, javac
 from actionjournal.flink.config import AgentsConfig
 from actionjournal.flink.key_runs import KeyRuns
 from actionjournal.flink.wakeups import RunWakeups
 from actionjournal.operator.dead_letters import DeadLetter
 from actionjournal.operator.engine import AgentEngine, KeyState
-from actionjournal.stores.base import JournalStore
-from actionjournal.stores.config import open_store
+from actionjournal.stores.factory import open_store
 
 END_OF_TIME = 2**63 - 1  # an event-time timer here fires when a bounded input ends
 BUNDLE_SIZE = "python.fn-execution.bundle.size"
 log = logging.getLogger(__name__)
 MAX_POLL_MS = 1000
-StoreFactory = Callable[[RecordCodec], JournalStore]
+StoreFactory = Callable[[RecordCodec], Store]
 SUPPORTED_PYFLINK = "2.3"  # the draining operator builds on PyFlink 2.3's internals (pyproject)
 DEAD_LETTERS = OutputTag("actionjournal-dead-letters", Types.PICKLED_BYTE_ARRAY())
 """The side output of dead-lettered runs (:class:`DeadLetter` objects); see

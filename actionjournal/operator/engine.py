@@ -38,22 +38,18 @@ from actionjournal.durable.records import (
     record_time,
 )
 from actionjournal.durable.replay import KeyJournal, RecordedRun
-from actionjournal.durable.stats import JournalMetrics, reading
-from actionjournal.durable.values import ValueCodec
+from actionjournal.durable.stats import JournalMetrics
+from actionjournal.durable.store import Store
 from actionjournal.durable.writer import JournalHealth
 from actionjournal.operator.config import RunFailurePolicy
 from actionjournal.operator.dead_letters import DeadLetter
 from actionjournal.operator.failures import RunFailures, redrive_check
 from actionjournal.operator.run import Run, RunEnv, RunResult
-from actionjournal.stores.base import JournalStore
 
 log = logging.getLogger(__name__)
 # Why restored state cannot be used with the configured journal: the error a restore
 # raises, what is wrong, and what to do (upgrade mode logs and audits only what is wrong).
 Mismatch = tuple[type[RecoveryError], str, str]
-
-RECORD_HEADROOM = 4096
-"""Bytes of a record besides its value (identities, digests, timestamps, signature)."""
 
 
 class PendingInput(msgspec.Struct, array_like=True):
@@ -78,7 +74,7 @@ class AgentEngine:
     def __init__(
         self,
         agent: Agent,
-        store: JournalStore,
+        store: Store,
         config: JournalConfig | None = None,
         on_run_failure: RunFailurePolicy = "fail",
         run_failure_restarts: int = 3,
@@ -88,9 +84,11 @@ class AgentEngine:
         use_configured_codec(store, self.config)
         self.store = store
         self.counts = JournalMetrics()  # this engine's own registry (docs/operations.md)
-        values = self.config.value_codec()
-        values.observer = self.counts  # payload guard hits
-        _limit_payloads(values, store)
+        store.observer = self.counts  # the store reports to the runner that uses it
+        identity = store.identity
+        values = self.config.value_codec(
+            self.counts, store.max_record_bytes, f"{identity.backend} journal {identity.name}"
+        )
         self.env = RunEnv(agent, store, self.config, values, self.counts, JournalHealth())
         self.failures = RunFailures(self.env, on_run_failure, run_failure_restarts)
         self._journals: dict[str, KeyJournal] = {}
@@ -202,13 +200,7 @@ class AgentEngine:
         if marker is not None and marker.position + 1 < earliest:
             after = None  # records after the marker are gone: read what is left, then judge
         started = time.perf_counter()
-        token = reading.set(self.counts)
-        try:
-            records = self.store.read_key(
-                self.config.namespace, self.agent.operator_uid, key_id, after
-            )
-        finally:
-            reading.reset(token)
+        records = self.store.read_key(self.config.namespace, self.agent.operator_uid, key_id, after)
         min_seq = state.pending[0].seq if state.pending else state.next_seq
         journal = KeyJournal.build(records, self.config.epoch, min_seq)
         if journal.quarantined:
@@ -333,7 +325,7 @@ class AgentEngine:
     ) -> bool:
         """Whether state that refers to ``store`` in ``epoch`` may be used with the configured
         journal: raises when it may not, returns False when upgrade mode skips it."""
-        if self.store.identity.backend == "none":
+        if not self.store.durable:
             # NoStore (durability off) has no journal to validate the state against:
             # it is ignored and the key's actions run again (docs/upgrade.md).
             return False
@@ -450,26 +442,7 @@ class AgentEngine:
                 )
 
 
-def _limit_payloads(values: ValueCodec, store: JournalStore) -> None:
-    """A value must fit the records the store takes: the effective limit is the smaller of
-    ``journal.max_payload_bytes`` and the store's record limit, less room for the rest of
-    the record. So a result too large is refused before it is journaled, and journaled as
-    the call's failure (a record the store refuses would leave the call without outcome)."""
-    limit = getattr(store, "max_record_bytes", None)
-    configured = values.max_payload_bytes
-    if limit is None or configured is None or limit - RECORD_HEADROOM >= configured:
-        return
-    values.max_payload_bytes = max(limit - RECORD_HEADROOM, 1)
-    identity = store.identity
-    values.limit_reason = (
-        f"{values.max_payload_bytes} bytes, the most {identity.backend} journal "
-        f"{identity.name} takes in one record ({limit} bytes) less {RECORD_HEADROOM} for the "
-        f"record's other fields (journal.max_payload_bytes={configured} is higher)"
-    )
-    log.info("payload limit: %s", values.limit_reason)
-
-
-def use_configured_codec(store: Any, config: JournalConfig) -> None:
+def use_configured_codec(store: Store, config: JournalConfig) -> None:
     """Make ``store`` sign and verify records with ``journal.signing_key``.
 
     However the store was opened (by the user, a store factory, a test), the engine
@@ -480,13 +453,7 @@ def use_configured_codec(store: Any, config: JournalConfig) -> None:
     wanted = config.record_codec()
     if not wanted.signed:
         return
-    current = getattr(store, "codec", None)
-    if current is None:
-        raise ConfigurationError(
-            f"journal.signing_key is set, but the store {type(store).__name__} has no `codec` "
-            "attribute, so its records would not be signed. Give the store a codec attribute "
-            "(a RecordCodec it encodes and decodes with), opened with config.record_codec()"
-        )
+    current = store.codec
     if not current.signed:
         store.codec = wanted
     elif not current.same_key(wanted):

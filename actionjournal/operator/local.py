@@ -33,10 +33,10 @@ from actionjournal.durable.events import Event
 from actionjournal.durable.options import check_callable, checked
 from actionjournal.durable.records import FORMAT_VERSION, JournalBinding
 from actionjournal.durable.stats import JournalMetrics
+from actionjournal.durable.store import Store
 from actionjournal.operator.config import RunFailureOptions, RunFailurePolicy
 from actionjournal.operator.dead_letters import DeadLetter
 from actionjournal.operator.engine import AgentEngine, KeyState
-from actionjournal.stores.base import JournalStore
 
 log = logging.getLogger(__name__)
 NO_BINDING = (
@@ -95,7 +95,7 @@ class LocalRunner:
     def __init__(
         self,
         agent: Agent,
-        store: JournalStore,
+        store: Store,
         config: JournalConfig | None = None,
         on_output: OutputSink | None = None,
         *,
@@ -289,7 +289,7 @@ class LocalRunner:
         cls,
         path: str | Path,
         agent: Agent,
-        store: JournalStore,
+        store: Store,
         config: JournalConfig | None = None,
         on_output: OutputSink | None = None,
         **options: Any,

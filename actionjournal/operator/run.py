@@ -38,12 +38,12 @@ from actionjournal.durable.records import (
 )
 from actionjournal.durable.replay import RecordedAction, RecordedRun
 from actionjournal.durable.stats import JournalMetrics
+from actionjournal.durable.store import Store
 from actionjournal.durable.values import ValueCodec
 from actionjournal.durable.writer import JournalHealth, RunWriter
 from actionjournal.operator.context import RunnerContext
 from actionjournal.operator.dead_letters import DeadLetter
 from actionjournal.operator.memory import Memory, apply_op
-from actionjournal.stores.base import JournalStore
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +61,7 @@ class RunEnv:
     """What every run of one operator shares."""
 
     agent: Agent
-    store: JournalStore
+    store: Store
     config: JournalConfig
     values: ValueCodec
     counts: JournalMetrics  # what the engine counts and times

@@ -10,9 +10,8 @@ import pytest
 from actionjournal.durable.codec import RecordCodec
 from actionjournal.durable.errors import CorruptRecordError
 from actionjournal.durable.records import Quarantined, RunCompleted
-from actionjournal.stores.base import decode_range
 from actionjournal.stores.fluss.read import Runs, collect, decode_runs, entries
-from actionjournal.stores.quarantine import KeyRead
+from actionjournal.stores.quarantine import KeyRead, decode_range
 
 KEYS = [f"key-{n}" for n in range(5)]
 BASE = 1000  # the batch's first offset

@@ -37,7 +37,7 @@ from actionjournal.durable.errors import (
     PayloadTooLargeError,
     RunJournalTooLongError,
 )
-from actionjournal.durable.stats import JournalMetrics, MetricGroupMirror, note_foreign, reading
+from actionjournal.durable.stats import JournalMetrics, MetricGroupMirror
 from actionjournal.stores import MemoryStore, SqliteStore
 
 CALLS: list[str] = []
@@ -416,15 +416,7 @@ def every_report(m: JournalMetrics) -> None:
     m.recovered("memory", 0.004, 7, 5)
     m.guard_hit("run_records", "warn")
     m.add("actions_executed", 2)
-    note_foreign_records(m, 4)
-
-
-def note_foreign_records(m: JournalMetrics, n: int) -> None:
-    token = reading.set(m)
-    try:
-        note_foreign(n)
-    finally:
-        reading.reset(token)
+    m.foreign(4)
 
 
 @pytest.mark.parametrize("golden", EXPOSITIONS)

@@ -25,7 +25,7 @@ from actionjournal.flink_agents.runtime.configuration import (
 )
 from actionjournal.flink_agents.runtime.plan import EngineAgent
 from actionjournal.operator.local import LocalRunner
-from actionjournal.stores.config import open_store
+from actionjournal.stores.factory import open_store
 
 
 class LocalAgentBuilder(AgentBuilder):

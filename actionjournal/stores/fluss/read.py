@@ -13,9 +13,9 @@ import pyarrow.compute as pc
 
 from actionjournal.durable.codec import RecordCodec
 from actionjournal.durable.records import JournalRecord, Quarantined
-from actionjournal.stores.base import ENTRY_OVERHEAD, Entries, decode_range
 from actionjournal.stores.fluss.table import KEY, NAMESPACE, RECORD, UID
-from actionjournal.stores.quarantine import KeyRead
+from actionjournal.stores.quarantine import Entries, KeyRead, decode_range
+from actionjournal.stores.recovery import ENTRY_OVERHEAD
 
 
 class Run(NamedTuple):

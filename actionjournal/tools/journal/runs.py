@@ -20,8 +20,8 @@ from actionjournal.durable.records import (
     RunCompleted,
     RunFailed,
 )
+from actionjournal.durable.store import ScannedRecord
 from actionjournal.durable.values import ValueCodec
-from actionjournal.stores.base import ScannedRecord
 from actionjournal.tools.journal.documents import ActionDoc, CallDoc, RunDoc
 
 _PREVIEW = 80
