@@ -54,6 +54,11 @@ class Event(BaseModel):
             object.__setattr__(self, "id", UUID(bytes=digest, version=3))
         return self
 
+    def model_dump_json(self, **kwargs: Any) -> str:
+        """JSON of the event; PyFlink ``Row`` values in upstream's ``{"type": "Row", ...}``."""
+        kwargs.setdefault("fallback", rows.json_fallback)
+        return super().model_dump_json(**kwargs)
+
     def get_type(self) -> str:
         """The type string events are routed by."""
         return self.type
