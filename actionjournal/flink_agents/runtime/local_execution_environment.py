@@ -14,6 +14,7 @@ import uuid
 from typing import Any
 
 from actionjournal.durable.errors import ConfigurationError
+from actionjournal.durable.stats import JournalMetrics
 from actionjournal.flink_agents.api.agents.agent import Agent
 from actionjournal.flink_agents.api.events.tool_event import ToolRequestEvent
 from actionjournal.flink_agents.api.execution_environment import (
@@ -76,6 +77,8 @@ class LocalExecutionEnvironment(AgentsExecutionEnvironment):
         self._config = AgentConfiguration()
         self._builder: LocalAgentBuilder | None = None
         self._executed = False
+        self.metrics: JournalMetrics | None = None
+        """The metrics of ``execute()`` (docs/operations.md), once it ran."""
 
     def get_config(self, path: str | None = None) -> AgentConfiguration:
         self._config.load_from_file(path)
@@ -103,7 +106,9 @@ class LocalExecutionEnvironment(AgentsExecutionEnvironment):
         if builder is None or builder.agent is None:
             raise RuntimeError("call from_list(...).apply(agent) before execute()")
         self._executed = True
-        asyncio.run(_run(builder.agent, builder.inputs, builder.outputs, self.journal))
+        self.metrics = asyncio.run(
+            _run(builder.agent, builder.inputs, builder.outputs, self.journal)
+        )
 
     def get_tool_request_events(self) -> list[ToolRequestEvent]:
         """The tool requests that ran during ``execute()``, in order (replayed runs' not)."""
@@ -121,7 +126,7 @@ class LocalExecutionEnvironment(AgentsExecutionEnvironment):
 
 async def _run(
     agent: EngineAgent, inputs: list[dict[str, Any]], outputs: list[dict[str, Any]], journal: str
-) -> None:
+) -> JournalMetrics:
     journal_settings = journal_config(agent.config)
     store = open_store(store_config(agent.config, journal), journal_settings.record_codec())
     runner = LocalRunner(agent, store, journal_settings)
@@ -134,6 +139,7 @@ async def _run(
                 {k: rows.from_journal(e.attributes["output"])} for k, e in runner.outputs
             )
             runner.outputs.clear()
+        return runner.metrics
     finally:
         agent.resource_cache().close()
         store.close()
