@@ -215,3 +215,49 @@ def test_a_tool_requests_context_comes_back_on_its_response(tmp_path):
         env.execute()
         assert outputs == [{"k": ["a", 1]}] and SEEN[0][0] == ["a", 1]
         assert tools.executions() == 1
+
+
+# -- lineage -----------------------------------------------------------------------------
+
+LINEAGE: list[tuple[str, Any, Any, Any]] = []
+
+
+class Chain(Agent):
+    """input -> first -> middle -> second -> output; each action notes what it received."""
+
+    @action(InputEvent)
+    @staticmethod
+    def first(event: Event, ctx: RunnerContext) -> None:
+        LINEAGE.append(("first", event.id, event.upstream_event_id, event.upstream_action))
+        ctx.send_event(Event(type="middle", attributes={"n": InputEvent.from_event(event).input}))
+
+    @action("middle")
+    @staticmethod
+    def second(event: Event, ctx: RunnerContext) -> None:
+        LINEAGE.append(("second", event.id, event.upstream_event_id, event.upstream_action))
+        ctx.send_event(OutputEvent(output=event.get_attr("n")))
+
+
+def test_every_event_records_the_event_and_action_it_came_from_and_replays_it(tmp_path, capsys):
+    from actionjournal.tools.cli import main as cli
+
+    LINEAGE.clear()
+    env = AgentsExecutionEnvironment.get_execution_environment(journal=str(tmp_path / "j.db"))
+    env.from_list([{"key": "k", "value": 1}]).apply(Chain()).to_list()
+    env.execute()
+    (_, input_id, no_event, no_action), (_, middle_id, upstream, via) = LINEAGE
+    assert (no_event, no_action) == (None, None)  # the run's input has no upstream
+    assert (upstream, via) == (input_id, "first")
+    # Run again with one more input: the journaled run replays (no action runs again), the
+    # new one runs, its lineage as the first run's.
+    LINEAGE.clear()
+    env = AgentsExecutionEnvironment.get_execution_environment(journal=str(tmp_path / "j.db"))
+    env.from_list([{"key": "k", "value": 1}, {"key": "k", "value": 2}]).apply(Chain()).to_list()
+    env.execute()
+    assert [entry[0] for entry in LINEAGE] == ["first", "second"]  # only the new input ran
+    assert LINEAGE[1][3] == "first" and LINEAGE[1][2] == LINEAGE[0][1]
+    capsys.readouterr()
+    cli(["journal", "inspect", "--store", "sqlite", "--path", str(tmp_path / "j.db"), "--key", "k"])
+    text = capsys.readouterr().out
+    assert f"on {input_id.hex[:12]} -> middle {middle_id.hex[:12]}" in text
+    assert f"on {middle_id.hex[:12]} -> _output_event" in text
