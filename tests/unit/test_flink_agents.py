@@ -563,3 +563,30 @@ def test_the_porting_docs_samples_run_as_written(tmp_path, monkeypatch, capsys):
     conf = configured["config"]
     assert store_config(conf, "j.db") == KafkaStoreConfig(bootstrap_servers="localhost:9092")
     assert journal_config(conf).on_divergence == "rerun"
+
+
+class Forgets(Agent):
+    @action(InputEvent)
+    @staticmethod
+    def act(event: Event, ctx: RunnerContext) -> None:
+        step = InputEvent.from_event(event).input
+        memory = ctx.short_term_memory
+        if step == "write":
+            memory.new_object("user").set("name", "ada")
+            memory.set("token", "t-1")
+            ctx.sensory_memory.set("scratch", 1)
+            deleted = (ctx.sensory_memory.delete("scratch"), ctx.sensory_memory.is_exist("scratch"))
+            ctx.send_event(OutputEvent(output=deleted))
+        elif step == "forget":
+            gone = (memory.delete("user"), memory.delete("token"), memory.delete("never"))
+            ctx.send_event(OutputEvent(output=gone))
+        else:
+            ctx.send_event(OutputEvent(output=(memory.is_exist("user"), memory.get("token"))))
+
+
+def test_memory_delete_removes_values_and_objects_and_is_journaled(tmp_path):
+    inputs = [{"key": "k", "value": s} for s in ("write", "forget", "read")]
+    expected = [{"k": (True, False)}, {"k": (True, True, False)}, {"k": (False, None)}]
+    assert run(Forgets(), inputs, tmp_path / "j") == expected
+    again = [*inputs, {"key": "k", "value": "read"}]  # replayed, memory rebuilt with deletes
+    assert run(Forgets(), again, tmp_path / "j") == [*expected, {"k": (False, None)}]
