@@ -12,6 +12,7 @@ a change to what a call does is read and made in one place, next to how it is pe
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextvars
 import dataclasses
 import functools
@@ -65,6 +66,26 @@ Reconciler = Callable[[CallInfo], Any]  # returns an Outcome, or an awaitable of
 _current_call: contextvars.ContextVar[CallInfo | _Invoke | None] = contextvars.ContextVar(
     "actionjournal_current_call", default=None
 )
+
+
+# Set in a worker thread whose caller, an action's event loop, waits on it blocked: a blocking
+# call made there must not hand an async reconciler to that loop (it would wait forever).
+_loop_waits: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "actionjournal_loop_waits", default=False
+)
+
+
+def call_for_blocked_loop(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)`` in a worker thread while the calling thread, an event loop's,
+    waits for it: how a blocking durable call made in an ``async def`` action runs where such
+    calls are allowed (the Flink Agents face). Every run on that loop waits meanwhile."""
+
+    def run() -> Any:
+        _loop_waits.set(True)
+        return fn(*args, **kwargs)
+
+    with concurrent.futures.ThreadPoolExecutor(1, "actionjournal-blocking-call") as pool:
+        return pool.submit(contextvars.copy_context().run, run).result()
 
 
 def current_call() -> CallInfo | None:
@@ -261,7 +282,7 @@ class ActionCalls:
                 "`await ctx.durable_execute_async(...)` for it"
             )
         gen = self._decide(fn, args, kwargs, opts)  # the index is taken now, at invocation
-        return _drive_sync(gen, self._loop, self._task)
+        return _drive_sync(gen, None if _loop_waits.get() else self._loop, self._task)
 
     def execute_async(
         self,

@@ -166,11 +166,25 @@ RUN_POLLS = _Family(
     "Flink operator: timers that looked at a key's run and found it still running "
     "(each costs a round trip to the Python worker)",
 )
+BUDGET_SPENT = _Family(
+    "actionjournal_budget_spent",
+    "What agent loops with a budget spent, per resource: rounds (model answers) and tokens "
+    "(the model's reported usage); counted when the model answers, not when an answer is "
+    "replayed",
+    ("resource",),
+)
+BUDGET_EXHAUSTED = _Family(
+    "actionjournal_budget_exhausted",
+    "Agent loops stopped (or given a final round) by their budget, per resource that ran "
+    "out: rounds, tokens or wall_time",
+    ("resource",),
+)
+BUDGET_RESOURCES = ("rounds", "tokens", "wall_time")
 # In the order they are exposed.
 FAMILIES: tuple[_Family, ...]
 FAMILIES = (CALLS, CALL_SECONDS, ACTIONS, ATTEMPTS, RETRIES, BACKOFF_SECONDS, RUNS)
 FAMILIES += (APPEND_SECONDS, APPEND_BYTES, APPEND_ERRORS, RECOVERY_SECONDS, RECOVERY_RECORDS)
-FAMILIES += (FOREIGN_RECORDS, GUARD_HITS, RUN_WAKEUPS, RUN_POLLS)
+FAMILIES += (FOREIGN_RECORDS, GUARD_HITS, RUN_WAKEUPS, RUN_POLLS, BUDGET_SPENT, BUDGET_EXHAUSTED)
 # A histogram's ``le`` label values, +Inf last, spelled as prometheus_client spells them.
 _LE: dict[_Family, list[str]] = {
     f: [floatToGoString(b) for b in (*f.buckets, math.inf)]  # type: ignore[no-untyped-call]
@@ -228,6 +242,8 @@ class JournalMetrics(Collector):
         self._guard = {(g, v): self._count(GUARD_HITS, g, v) for g in GUARDS for v in GUARD_LEVELS}
         self._wakeups = self._count(RUN_WAKEUPS)
         self._polls = self._count(RUN_POLLS)
+        self._spent = {r: self._count(BUDGET_SPENT, r) for r in BUDGET_RESOURCES[:2]}
+        self._exhausted = {r: self._count(BUDGET_EXHAUSTED, r) for r in BUDGET_RESOURCES}
         self._backends: dict[str, tuple[_Spread, _Count, _Count]] = {}
         self._recovery_seconds: dict[str, _Spread] = {}
         self._executed, self._succeeded = self._call["executed"], self._attempt["succeeded"]
@@ -319,6 +335,15 @@ class JournalMetrics(Collector):
     def guard_hit(self, guard: str, level: str) -> None:
         with self._lock:
             self._guard[(guard, level)].value += 1
+
+    def budget_spent(self, rounds: int, tokens: int) -> None:
+        with self._lock:
+            self._spent["rounds"].value += rounds
+            self._spent["tokens"].value += tokens
+
+    def budget_exhausted(self, resource: str) -> None:
+        with self._lock:
+            self._exhausted[resource].value += 1
 
     def add(self, name: str, n: int = 1) -> None:
         """Count by the legacy name (``executed``, ``actions_replayed``, ...)."""

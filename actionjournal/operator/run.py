@@ -229,9 +229,11 @@ class Run:
                     f"{exc}. Memory differs from when the action ran: the journal was written "
                     "by code that allowed this update"
                 ) from exc
+        upstream = (completed.trigger_event_id, completed.action)
         for data in completed.outputs:
             attributes = self.env.values.decode(data.attributes)
-            self._queue.append((Event.rebuild(data.type, attributes, data.id), data.attributes))
+            event = Event.rebuild(data.type, attributes, data.id, upstream)
+            self._queue.append((event, data.attributes))
 
     async def _execute(
         self, spec: ActionSpec, event: Event, aid: str, recorded: RecordedAction
@@ -264,7 +266,7 @@ class Run:
                 await _run_body(spec, event, ctx)
             if writer.failure is not None:
                 raise writer.failure
-            out = self._sent_events(spec.name, aid, sent)
+            out = self._sent_events(spec.name, aid, sent, event.id)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -280,6 +282,7 @@ class Run:
             memory_ops=ops,
             outputs=[EventData(e.id or "", e.type, data) for e, data in out],
             at=time.time(),
+            trigger_event_id=event.id,
         )
         if self._ends_run(out):  # nothing of the run follows: one commit with RunCompleted
             self._last.append(record)
@@ -298,9 +301,11 @@ class Run:
         output = self.env.agent.output_event_type
         return all(event.type == output or not actions.get(event.type) for event, _ in out)
 
-    def _sent_events(self, action: str, aid: str, sent: list[Event]) -> list[tuple[Event, bytes]]:
+    def _sent_events(
+        self, action: str, aid: str, sent: list[Event], trigger: str | None
+    ) -> list[tuple[Event, bytes]]:
         """The events an action sent, as the journal keeps them and as replay rebuilds them,
-        so the next actions get the same event (class, id, attributes) on every run."""
+        so the next actions get the same event (class, id, attributes, lineage) every run."""
         uid, kid = self.env.agent.operator_uid, self.writer.key_id
         out = []
         for index, sent_event in enumerate(sent):
@@ -316,7 +321,7 @@ class Run:
                 sent_event.attributes, f"attributes of event {sent_event.type!r} sent by {action}"
             )
             eid = event_id(uid, kid, aid, index)  # the id send_event returned
-            out.append((Event.rebuild(sent_event.type, attributes, eid), data))
+            out.append((Event.rebuild(sent_event.type, attributes, eid, (trigger, action)), data))
         return out
 
     def _failed(

@@ -417,6 +417,8 @@ def every_report(m: JournalMetrics) -> None:
     m.guard_hit("run_records", "warn")
     m.add("actions_executed", 2)
     m.foreign(4)
+    m.budget_spent(2, 150)
+    m.budget_exhausted("tokens")
 
 
 @pytest.mark.parametrize("golden", EXPOSITIONS)
@@ -429,7 +431,7 @@ def test_exposition_is_the_documented_one(golden: str):
     after = time.time()
     text = EXPOSITIONS[golden](m.registry).decode()
     created = [float(v) for _, v in re.findall(CREATED, text, re.MULTILINE)]
-    assert len(created) == 36 and all(before <= v <= after for v in created)
+    assert len(created) == 41 and all(before <= v <= after for v in created)
     masked = re.sub(CREATED, r"\1 <time>", text, flags=re.MULTILINE)
     assert masked == (Path(__file__).parent / "data" / golden).read_text()
     assert m.as_dict() == {

@@ -22,7 +22,7 @@ from actionjournal.durable.records import (
 )
 from actionjournal.durable.store import ScannedRecord
 from actionjournal.durable.values import ValueCodec
-from actionjournal.tools.journal.documents import ActionDoc, CallDoc, RunDoc
+from actionjournal.tools.journal.documents import ActionDoc, CallDoc, RunDoc, SentDoc
 
 _PREVIEW = 80
 
@@ -230,6 +230,8 @@ def run_doc(run: Run, values: ValueCodec) -> RunDoc:
                 records=action.records,
                 bytes=action.size,
                 calls=calls,
+                trigger_event_id=completed.trigger_event_id if completed else None,
+                sent=[SentDoc(e.id, e.type) for e in completed.outputs] if completed else [],
             )
         )
     done_run = run.completed
