@@ -41,7 +41,7 @@ class RunnerContext:
     @property
     def metrics(self) -> JournalMetrics:
         """The engine's metrics, for what an action counts itself (an agent loop's budget)."""
-        return self._calls.counts
+        return self._calls.metrics
 
     def close(self) -> None:
         """The action finished: every later use of this context raises ContextClosedError."""

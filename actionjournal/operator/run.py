@@ -64,11 +64,11 @@ class RunEnv:
     store: Store
     config: JournalConfig
     values: ValueCodec
-    counts: JournalMetrics  # what the engine counts and times
+    metrics: JournalMetrics  # what the engine counts and times
     health: JournalHealth  # the journal's threads, and its first refused write
 
 
-class Run:
+class RunExecution:
     def __init__(
         self,
         env: RunEnv,
@@ -94,7 +94,7 @@ class Run:
         budget = RunBudget(
             config.run_records_warn,
             config.max_run_records,
-            env.counts,
+            env.metrics,
             f"key id {key_id}, seq {seq}",
             recorded.records,
         )
@@ -105,7 +105,7 @@ class Run:
             config.epoch,
             key_id,
             seq,
-            env.counts,
+            env.metrics,
             budget,
             health=env.health,
         )
@@ -130,7 +130,7 @@ class Run:
         gone = {a.name: a for a in self.recorded.actions.values() if a.name and a.name not in names}
         if not gone:
             return
-        self.env.counts.call("diverged", sum(len(a.calls) for a in gone.values()))
+        self.env.metrics.call("diverged", sum(len(a.calls) for a in gone.values()))
         missing = ", ".join(sorted(gone))
         where = f"key {_short(self.key)} (key id {self.writer.key_id}), seq {self.seq}"
         if self.env.config.on_divergence == "fail":
@@ -188,10 +188,10 @@ class Run:
                 f"{context} finished but was not journaled" if context else "",
             )
             for _ in self._last:
-                self.env.counts.action("executed")
+                self.env.metrics.action("executed")
             if isinstance(records[-1], RunCompleted):
                 marker = markers[-1]
-        self.env.counts.run("completed" if self.recorded.completed is None else "replayed")
+        self.env.metrics.run("completed" if self.recorded.completed is None else "replayed")
         return RunResult(self.outputs, self.short_term, marker)
 
     def _dispatch(self, event: Event, attributes: bytes) -> list[asyncio.Task[Any]]:
@@ -217,7 +217,7 @@ class Run:
         return tasks
 
     def _replay(self, completed: ActionCompleted) -> None:
-        self.env.counts.action("replayed")
+        self.env.metrics.action("replayed")
         for op in completed.memory_ops:
             target = self.short_term if op.scope == "short_term" else self.sensory
             try:
@@ -249,7 +249,7 @@ class Run:
         sent: list[Event] = []
         writer = self.writer.for_action(spec.name)  # remembers failed writes, closes at the end
         calls = ActionCalls(
-            writer, aid, spec.name, recorded, env.config, env.values, env.counts, self.redrive
+            writer, aid, spec.name, recorded, env.config, env.values, env.metrics, self.redrive
         )
         owner = f"action {spec.name} (key {_short(self.key)}, seq {self.seq})"
         ctx = RunnerContext(
@@ -288,7 +288,7 @@ class Run:
             self._last.append(record)
             return out
         await self.writer.write_async(record, f"action {spec.name} finished but was not journaled")
-        env.counts.action("executed")
+        env.metrics.action("executed")
         return out
 
     def _ends_run(self, out: list[tuple[Event, bytes]]) -> bool:

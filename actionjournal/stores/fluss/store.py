@@ -48,7 +48,7 @@ from actionjournal.stores.fluss.errors import (
 )
 from actionjournal.stores.fluss.inspection import as_found, scan_bucket
 from actionjournal.stores.fluss.loop import Loop, acknowledged, own_loop
-from actionjournal.stores.fluss.read import Run, Runs, collect, decode_runs, runs_cost
+from actionjournal.stores.fluss.read import RecordSpan, Spans, collect, decode_runs, runs_cost
 from actionjournal.stores.fluss.table import check_table, create_table, table_info
 from actionjournal.stores.quarantine import KeyRead, store_options
 from actionjournal.stores.recovery import RecentProbes, RecoveryCache
@@ -472,7 +472,7 @@ class FlussStore(Inspectable):
         after: Marker | None,
         again: bool,
         served: set[str],
-    ) -> tuple[list[Run], int, int]:
+    ) -> tuple[list[RecordSpan], int, int]:
         """The key's entries at ``[start, high)`` and that range (see :meth:`read_key`)."""
         high = self._end_of(bucket, 0.0 if again else _WAVE_S, earliest=after is None)
         if after is not None and after.position >= high:
@@ -493,7 +493,7 @@ class FlussStore(Inspectable):
             found = self._scan(bucket, start, high, namespace, uid, key_id, skip_deleted=everything)
             return found.get(key_id, []), start, high
 
-        def scan(begin: int, end: int, earlier: bool) -> Runs:
+        def scan(begin: int, end: int, earlier: bool) -> Spans:
             return self._scan(
                 bucket, begin, end, namespace, uid, skip_deleted=everything and earlier
             )
@@ -528,7 +528,7 @@ class FlussStore(Inspectable):
         uid: str,
         key_id: str = "",
         skip_deleted: bool = False,
-    ) -> Runs:
+    ) -> Spans:
         """Rows of ``namespace``/``uid`` (and ``key_id`` if given) at offsets ``[start, end)``.
 
         Offsets retention deleted meanwhile are a DataLossError, or skipped with
@@ -539,7 +539,7 @@ class FlussStore(Inspectable):
         timeout = self.config.request_timeout_s
         doing = f"reading bucket {bucket}"
         scanner = self._call(self._subscribe(bucket, start), timeout, doing)
-        found: Runs = {}
+        found: Spans = {}
         position = start
         progress = time.monotonic()
         while position < end:
