@@ -61,3 +61,18 @@ class Call(msgspec.Struct, frozen=True):
     def name(self) -> str:
         """How messages name it: ``durable call mod:fn (call id ...)``."""
         return f"durable call {self.function_id} (call id {self.call_id})"
+
+    def __str__(self) -> str:  # messages take the call itself, made into text only if shown
+        return self.name
+
+
+class Named:
+    """``prefix`` and a call, made into text only when a message shows it (most never do)."""
+
+    __slots__ = ("call", "prefix")
+
+    def __init__(self, prefix: str, call: object) -> None:
+        self.prefix, self.call = prefix, call
+
+    def __str__(self) -> str:
+        return f"{self.prefix}{self.call}"

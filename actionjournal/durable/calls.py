@@ -17,7 +17,7 @@ from collections.abc import Callable, Coroutine, Generator
 from typing import Any
 
 from actionjournal.durable.binding import check_binds
-from actionjournal.durable.call_options import OPTIONS, Call, CallHead, CallOptions
+from actionjournal.durable.call_options import OPTIONS, Call, CallHead, CallOptions, Named
 from actionjournal.durable.config import JournalConfig
 from actionjournal.durable.effects import (
     AwaitCancel,
@@ -161,7 +161,7 @@ class ActionCalls:
         """Fix the call now (its arguments bound, its position taken), then decide."""
         fid = function_id(fn)
         # Before the index: a refused call is no call.
-        check_binds(fn, args, kwargs, f"durable call {fid} of action {self.action_name}", OPTIONS)
+        check_binds(fn, args, kwargs, (fid, self.action_name), OPTIONS)
         index = self._next_index
         self._next_index += 1
         digest = self._digest(fn, fid, args, kwargs)
@@ -240,18 +240,17 @@ class ActionCalls:
 
         while True:
             started = time.time()
-            finish = functools.partial(self._finish, call, started)
             try:
                 if retry_at is not None:
                     wait = max(0.0, retry_at - time.time())
                     if wait > 0:
                         yield Sleep(wait)
                     self.metrics.retry(wait)
-                if health is not None:  # a journal that refused a write: no call starts
+                if health is not None and health.failure is not None:  # no call starts
                     health.check(call.name)
                 if budget is not None:  # room for the outcome before the call runs
                     held = 2 if needs_start else 1
-                    budget.reserve(held, call.name)
+                    budget.reserve(held, call)
                 if needs_start:
                     record = CallStarted(*call.head, attempt, started, self.writer.action or "")
                     context = f"durable call {call.function_id} was not started: its "
@@ -260,7 +259,7 @@ class ActionCalls:
                     )
             except asyncio.CancelledError as exc:  # before it ran (in its backoff, or starting)
                 if not self._action_stopping():
-                    yield booked(finish(None, exc, attempt))
+                    yield booked(self._finish(call, started, None, exc, attempt))
                 raise
             clock = time.perf_counter()
             try:
@@ -268,7 +267,7 @@ class ActionCalls:
             except asyncio.CancelledError as exc:
                 self.metrics.call_executed(time.perf_counter() - clock)
                 if not self._action_stopping():  # the action cancelled it: journal what happened
-                    yield booked(finish(None, exc, attempt))
+                    yield booked(self._finish(call, started, None, exc, attempt))
                 raise
             except JournalUnavailableError:  # refused before it ran: nothing to journal
                 if budget is not None:
@@ -294,7 +293,7 @@ class ActionCalls:
                 what = f"{call.name}, attempt {tries} of {retry.max_attempts}"
                 why = "the last attempt" if retry.retries(exc) else "not retryable"
                 if options.record_failures:
-                    yield booked(finish(None, exc, attempt))
+                    yield booked(self._finish(call, started, None, exc, attempt))
                     self._failed(exc, call, f"{what} ({why}: journaled as its final outcome)")
                 else:
                     # The round's end, journaled when anything of the round is (an earlier
@@ -314,10 +313,10 @@ class ActionCalls:
             # Journal the result; one the journal cannot hold is the call's final failure
             # instead (journaled, so a replay raises it and never runs the call again).
             try:
-                data, value = self.values.roundtrip(value, f"result of {call.name}")
-                yield booked(finish(data, None, attempt))
+                data, value = self.values.roundtrip(value, Named("result of ", call))
+                yield booked(self._finish(call, started, data, None, attempt))
             except EncodingError as exc:  # too large for the journal, or a type it cannot hold
-                yield booked(finish(None, exc, attempt))
+                yield booked(self._finish(call, started, None, exc, attempt))
                 self._failed(
                     exc,
                     call,

@@ -126,7 +126,7 @@ class RunWriter:
         )
 
     def write(self, record: JournalRecord, context: str = "", reserved: bool = False) -> Marker:
-        return self.write_all([record], context, reserved)[0]
+        return self.write_all((record,), context, reserved)[0]
 
     async def write_async(
         self, record: JournalRecord, context: str = "", reserved: bool = False
