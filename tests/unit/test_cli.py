@@ -27,6 +27,8 @@ from actionjournal.stores import SqliteStore
 from actionjournal.tools import cli as cli_module
 from actionjournal.tools.cleanup import document
 from actionjournal.tools.cli import main as cli
+from actionjournal.tools.journal.cli import inspect_parser
+from actionjournal.tools.store_options import store_config
 from tests import cleanup_scenario as sc
 from tests import journals
 
@@ -553,3 +555,19 @@ def test_an_unreachable_broker_is_one_error_line_naming_it():
     errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "127.0.0.1:1" in errors[0], done.stderr[-2000:]
     assert done.stderr.rstrip().splitlines()[-1] == errors[0]
+
+
+def test_the_journal_topic_and_table_default_to_the_stores_own():
+    """A job that sets no topic journals to the store's default one: so do the tools."""
+    pytest.importorskip("confluent_kafka")
+    done = subprocess.run(
+        [sys.executable, "-m", "actionjournal.tools.cli", *K, "--store", "kafka", "--bootstrap",
+         "127.0.0.1:1", "--timeout", "2"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 1 and "(describing topic actionjournal)" in done.stderr, done.stderr
+    args = inspect_parser().parse_args(["--store", "fluss", "--bootstrap", "h:1"])
+    config = store_config(args)
+    assert (config.database, config.table) == ("actionjournal", "action_state")
