@@ -197,6 +197,22 @@ def test_checkpoint_directory_is_judged_by_its_metadata_time(journal, tmp_path):
     assert plan["partitions"][0]["delete_below"] is None  # the journal is younger than it
 
 
+def test_a_savepoint_path_as_flink_stop_prints_it_is_accepted(journal, tmp_path, capsys):
+    """``flink stop`` says ``Savepoint completed. Path: file:/...``: that text, pasted."""
+    path, _ = journal
+    savepoint = tmp_path / "savepoints" / "savepoint-1a2b3c-0123456789ab"
+    savepoint.mkdir(parents=True)
+    (savepoint / "_metadata").write_bytes(cleanup.FLINK_METADATA_MAGIC.to_bytes(4, "big") + b"x")
+    plan = ["cleanup", "plan", *sqlite_args(path), "--out", str(tmp_path / "plan.json")]
+    for given in (f"file:{savepoint}", f"file://{savepoint}", f"file://localhost{savepoint}"):
+        assert cli([*plan, "--checkpoint", given]) == 0, capsys.readouterr().err
+        written = json.loads((tmp_path / "plan.json").read_text())
+        assert written["state"]["metadata"] == str(savepoint / "_metadata")
+    assert cli([*plan, "--checkpoint", f"s3://bucket{savepoint}"]) == 1
+    error = capsys.readouterr().err
+    assert "this machine's file system" in error and "Traceback" not in error
+
+
 @pytest.mark.parametrize(
     ("args", "code", "message"),
     [

@@ -61,7 +61,8 @@ def plan_parser() -> ArgumentParser:
     which.add_argument(
         "--checkpoint",
         help="a Flink checkpoint or savepoint directory, its _metadata, or a directory of "
-        "retained chk-N checkpoints (the oldest is used); judged by time, see --safety-margin",
+        "retained chk-N checkpoints (the oldest is used), as a path or as Flink prints it "
+        "(file:/...); judged by time, see --safety-margin",
     )
     which.add_argument(
         "--before",
