@@ -31,6 +31,7 @@ from actionjournal.tools.journal.cli import inspect_parser
 from actionjournal.tools.store_options import store_config
 from tests import cleanup_scenario as sc
 from tests import journals
+from tests.docs import ROOT
 
 pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 
@@ -571,3 +572,9 @@ def test_the_journal_topic_and_table_default_to_the_stores_own():
     args = inspect_parser().parse_args(["--store", "fluss", "--bootstrap", "h:1"])
     config = store_config(args)
     assert (config.database, config.table) == ("actionjournal", "action_state")
+
+
+def test_the_readme_lists_every_command():
+    summary = (ROOT / "README.md").read_text()
+    missing = [c for c in map(" ".join, _commands()) if f"| `actionjournal {c}` |" not in summary]
+    assert missing == [], "commands missing from README.md's command table"
