@@ -4,7 +4,7 @@
 # make test-fast - unit tests only, no services, no Flink
 # make docs   - the documentation site (docs/ and the docstrings) into .site/, strictly: a broken
 #               link or reference fails (make test builds it too: tests/test_docs_site.py)
-# make typecheck - mypy (strict on actionjournal/durable and /stores, plain on the rest; run by make test)
+# make typecheck - mypy (strict on durable, stores, operator, flink and the top package; run by make test)
 # make bench  - benchmarks (starts Kafka and PostgreSQL itself) and docs/performance.md;
 #               BENCH=prefix runs only entries whose name starts with prefix
 PYTHON ?= python3
@@ -36,7 +36,7 @@ test: $(STAMP) typecheck
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not slow and not kafka and not fluss and not flink and not cluster"
 
-# mypy: strict on actionjournal/durable and actionjournal/stores, plain on the rest (pyproject.toml)
+# mypy: strict on durable/, stores/, operator/, flink/ and the top package (pyproject.toml)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 

@@ -33,10 +33,11 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = {
     "actionjournal": "What an agent's code imports: agents, actions, events, the local runner, "
     "call outcomes, retry policies and every public error.",
-    "actionjournal.operator": "The agent model, the keyed run loop and its bindings: the local "
-    "runner and the PyFlink execution environment (which needs the `flink` extra).",
-    "actionjournal.operator.kafka": "Kafka sources and an exactly-once Kafka sink for agent jobs "
-    "in PyFlink ([deploying](../deploying.md)).",
+    "actionjournal.flink": "The PyFlink binding: agents as keyed operators in PyFlink "
+    "DataStream jobs, their settings, Kafka sources and an exactly-once Kafka sink, savepoints "
+    "([PyFlink jobs](../flink.md), [deploying](../deploying.md)). Needs the `flink` extra.",
+    "actionjournal.operator": "The keyed run loop: the local runner, what an action sees, "
+    "memory, dead letters.",
     "actionjournal.stores": "Journal stores and their settings ([which store when]"
     "(../stores.md)). A store is built from its config: "
     "`KafkaStore(KafkaStoreConfig(bootstrap_servers=..., topic=...))`; a job passes the "

@@ -38,7 +38,7 @@ def test_the_demo_says_what_to_install_before_anything_starts(tmp_path):
 
 JOB = """
 from pyflink.datastream import StreamExecutionEnvironment
-from actionjournal.operator.flink import AgentsExecutionEnvironment
+from actionjournal.flink import AgentsExecutionEnvironment
 
 env = StreamExecutionEnvironment.get_execution_environment()
 """
