@@ -69,7 +69,9 @@ def test_getting_started_runs_as_written_and_again_in_the_same_directory(tmp_pat
 def test_the_chat_page_pasted_into_one_file_runs_and_runs_again(tmp_path):
     """Its blocks, in order, as one script: no block redefines another's class, and its
     asserts hold on a second run over the journal of the first."""
-    code = "\n".join(b.code for b in blocks_of(DOCS / "chat.md") if not (b.not_run or b.excerpt))
+    code = "\n".join(
+        b.code for b in blocks_of(DOCS / "chat-models.md") if not (b.not_run or b.excerpt)
+    )
     (tmp_path / "page.py").write_text(code)
     for attempt in ("first", "second"):
         done = subprocess.run(
