@@ -57,7 +57,7 @@ def test_constructors_and_signatures_are_shown(site):
     assert re.search(r"KafkaStore\(\s*config: KafkaStoreConfig,", stores)
     assert "KafkaStore(KafkaStoreConfig(bootstrap_servers=..., topic=...))" in stores
     root = text(site / "reference" / "actionjournal" / "index.html")
-    assert re.search(r"LocalRunner\(\s*agent: Agent,\s*store: JournalStore,", root)
+    assert re.search(r"LocalRunner\(\s*agent: Agent,\s*store: Store,", root)
 
 
 def test_pages_show_no_test_directives_and_no_sphinx_roles(site):

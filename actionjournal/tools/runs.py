@@ -13,8 +13,8 @@ from typing import Any
 import msgspec
 
 from actionjournal.durable.records import RunCompleted, RunFailed
+from actionjournal.durable.store import Inspectable
 from actionjournal.durable.values import ValueCodec
-from actionjournal.stores.base import MaintenanceStore
 from actionjournal.tools import reading
 from actionjournal.tools.journal.cli import report_unreadable
 from actionjournal.tools.reading import Unreadable
@@ -116,7 +116,7 @@ def dead_letters_main(argv: list[str]) -> int:
 
 
 def find_dead_letters(
-    store: MaintenanceStore,
+    store: Inspectable,
     namespace: str,
     operator_uid: str | None,
     skipped: list[Unreadable],

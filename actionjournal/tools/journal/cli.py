@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import re
 
-from actionjournal.stores.base import MaintenanceStore
+from actionjournal.durable.store import Inspectable
 from actionjournal.tools.journal.documents import KeyDoc, to_json
 from actionjournal.tools.journal.keys import AUTO, KEY_TYPES, forms, matching_form
 from actionjournal.tools.journal.read import (
@@ -255,7 +255,7 @@ def _check_namespace(
 
 
 def _run_of(
-    store: MaintenanceStore,
+    store: Inspectable,
     args: argparse.Namespace,
     config: ToolStoreConfig,
     action: str | None,
@@ -280,7 +280,7 @@ def _run_of(
 
 
 def _resolve_key(
-    store: MaintenanceStore, args: argparse.Namespace, config: ToolStoreConfig, prefix: str
+    store: Inspectable, args: argparse.Namespace, config: ToolStoreConfig, prefix: str
 ) -> str:
     doc = keys_document(store, args.namespace, args.operator_uid, progress=args.progress)
     matches = [k.key_id for k in doc.keys if k.key_id.startswith(prefix)]

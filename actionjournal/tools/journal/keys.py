@@ -17,8 +17,8 @@ from typing import Any
 
 from actionjournal.durable.identity import key_id
 from actionjournal.durable.records import RunFailed
+from actionjournal.durable.store import Inspectable
 from actionjournal.durable.values import ValueCodec
-from actionjournal.stores.base import MaintenanceStore
 from actionjournal.tools import reading
 from actionjournal.tools.reading import Unreadable
 from actionjournal.tools.toolkit import ProgressBar, ToolError, UsageError
@@ -77,7 +77,7 @@ def forms(text: str, kind: str = AUTO) -> list[KeyForm]:
 
 
 def present(
-    store: MaintenanceStore,
+    store: Inspectable,
     namespace: str,
     ids: Iterable[str],
     skipped: list[Unreadable],
@@ -104,7 +104,7 @@ def present(
 
 
 def matching_form(
-    store: MaintenanceStore,
+    store: Inspectable,
     namespace: str,
     text: str,
     where: str,
