@@ -1,6 +1,6 @@
 """Chat models as durable calls: connections, ``ctx.chat``, and the event form.
 
-See docs/getting-started.md. A model's response is journaled like any durable call
+See docs/chat-models.md. A model's response is journaled like any durable call
 result, so after a failure it is replayed and the model is not asked again.
 """
 

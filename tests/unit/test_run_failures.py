@@ -266,10 +266,32 @@ def test_runs_dead_letters_lists_key_seq_error_when(service, tmp_path, capsys):
         0,
         pytest.approx(letter.when, abs=1),
     )
-    assert doc["error"] == letter.error and doc["input"] == "'p-1'" and not doc["redriven"]
+    assert doc["error"] == letter.error and doc["input"] == "p-1" and not doc["redriven"]
     assert cli(["runs", "dead-letters", "--store", "sqlite", "--path", str(path)]) == 0
     out = capsys.readouterr().out
     assert "key 'poison'" in out and "seq 0" in out and "ValueError" in out
+
+
+class Refuses(Checkout):
+    @action(InputEvent)
+    async def handle(self, event, ctx):
+        raise ValueError("refused")
+
+
+def test_runs_dead_letters_json_holds_each_input_as_json_not_its_repr(tmp_path, capsys):
+    path = tmp_path / "j.db"
+    order = {"order": 5, "items": ["a", "b"], "note": None}
+    runner = LocalRunner(Refuses("-"), SqliteStore(path), FAST, on_run_failure="dead-letter")
+    run(runner, [("k1", order), ("k2", b"raw")])
+    capsys.readouterr()
+    assert cli(["runs", "dead-letters", "--store", "sqlite", "--path", str(path), "--json"]) == 0
+    docs = {d["key"]: d for d in json.loads(capsys.readouterr().out)}
+    assert docs["k1"]["input"] == order and not docs["k1"]["input_literal"]
+    assert docs["k2"]["input"] == "b'raw'" and docs["k2"]["input_literal"]  # JSON has no bytes
+    assert cli(["runs", "dead-letters", "--store", "sqlite", "--path", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "input: {'order': 5, 'items': ['a', 'b'], 'note': None}" in out
+    assert "input: b'raw'" in out
 
 
 def test_docs_samples_run_as_written():
