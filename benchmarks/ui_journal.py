@@ -37,22 +37,48 @@ def run_records(key: str, kid: str, seq: int, at: float, value: bytes) -> list:
         error = ErrorInfo("builtins.ConnectionError", "service down", None)
         records.append(
             CallAttemptFailed(
-                *common, action, 0, f"{action}-c0", "bench:call", None, "d", 0, error, at,
+                *common,
+                action,
+                0,
+                f"{action}-c0",
+                "bench:call",
+                None,
+                "d",
+                0,
+                error,
+                at,
                 at + 0.001,
             )  # fmt: skip
         )
     for index in range(2):
         records.append(
             CallFinished(
-                *common, action, index, f"{action}-c{index}", "bench:call", None, "d", value,
-                None, at + 0.002 * (index + 1), 0.001, False, "handle", 0,
+                *common,
+                action,
+                index,
+                f"{action}-c{index}",
+                "bench:call",
+                None,
+                "d",
+                value,
+                None,
+                at + 0.002 * (index + 1),
+                0.001,
+                False,
+                "handle",
+                0,
             )  # fmt: skip
         )
     if seq % 500 == 3:
         error = ErrorInfo("builtins.ValueError", f"bad input {seq}", None)
         records.append(
             RunFailed(
-                *common, error, at + 0.006, "i", True, msgspec.msgpack.encode({"n": seq}),
+                *common,
+                error,
+                at + 0.006,
+                "i",
+                True,
+                msgspec.msgpack.encode({"n": seq}),
                 msgspec.msgpack.encode(key),
             )  # fmt: skip
         )

@@ -189,9 +189,7 @@ class Readers:
     def get(self) -> sqlite3.Connection:
         db: sqlite3.Connection | None = getattr(self._local, "db", None)
         if db is None:
-            db = sqlite3.connect(
-                f"file:{self.path}?mode=ro", uri=True, check_same_thread=False
-            )
+            db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
             db.row_factory = sqlite3.Row
             self._local.db = db
             with self._lock:

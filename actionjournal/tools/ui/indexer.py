@@ -80,6 +80,11 @@ _CALLS = msgspec.msgpack.Encoder()
 _CALLS_DECODE = msgspec.msgpack.Decoder(dict[str, CallState])
 
 
+def decode_calls(data: bytes) -> dict[str, CallState]:
+    """The calls of a run as ``run_state.calls`` holds them."""
+    return _CALLS_DECODE.decode(data)
+
+
 def root_error(error: ErrorInfo) -> ErrorInfo:
     while error.cause is not None:
         error = error.cause
@@ -357,7 +362,7 @@ class Indexer:
             run.last_failure_final = row[6] == DEAD_LETTERED
             run.after_failure = row[6] not in (DEAD_LETTERED, RUN_FAILED)
             run.positions.frombytes(row[20])
-            run.calls = _CALLS_DECODE.decode(row[21])
+            run.calls = decode_calls(row[21])
         self.live[ident] = run
         return run
 
@@ -424,8 +429,11 @@ class Indexer:
     def _call(self, run: RunTally, record: Any, kind: type) -> None:
         slot = f"{record.action_id}:{record.index}"
         call = run.calls.get(slot)
-        if call is None or call.state == DROPPED or (kind is CallStarted and call.state in
-                                                    (FINISHED, FAILED)):
+        if (
+            call is None
+            or call.state == DROPPED
+            or (kind is CallStarted and call.state in (FINISHED, FAILED))
+        ):
             call = run.calls[slot] = CallState(
                 record.call_id, record.action, record.function_id, record.index
             )

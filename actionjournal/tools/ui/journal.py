@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import shlex
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 from actionjournal.durable.codec import RecordCodec
 from actionjournal.durable.records import StoreIdentity
 from actionjournal.stores.base import MaintenanceStore, ScannedRecord
+from actionjournal.stores.kafka.config import KafkaStoreConfig
 from actionjournal.tools import reading
 from actionjournal.tools.reading import Unreadable
 from actionjournal.tools.store_options import (
@@ -53,10 +55,6 @@ class Journal:
     namespace: str
     operator_uid: str | None
 
-    @property
-    def kafka(self) -> bool:
-        return type(self.config).__name__ == "KafkaStoreConfig"
-
     def describe(self) -> str:
         return describe(self.config)
 
@@ -75,6 +73,10 @@ def journal_from_args(args: argparse.Namespace) -> Journal:
     config = store_config(args)
     assert config is not None  # --store is required
     return Journal(config, record_codec(args), args.namespace, args.operator_uid)
+
+
+def is_kafka(config: StoreConfig) -> bool:
+    return isinstance(config, KafkaStoreConfig)
 
 
 def identity_of(store: Store) -> StoreIdentity:
@@ -124,6 +126,36 @@ def at_positions(
         i = j + 1
     skipped = [bad for bad in skipped if bad.position in wanted]
     return found, skipped
+
+
+def store_args(config: StoreConfig) -> list[str]:
+    """The store options that name ``config`` on another command's line (no secrets)."""
+    doc = config.model_dump()
+    if "path" in doc:
+        return ["--store", "sqlite", "--path", str(doc["path"])]
+    if "topic" in doc:
+        return [
+            "--store",
+            "kafka",
+            "--bootstrap",
+            doc["bootstrap_servers"],
+            "--topic",
+            doc["topic"],
+        ]
+    return [
+        "--store",
+        "fluss",
+        "--bootstrap",
+        doc["bootstrap_servers"],
+        "--table",
+        doc["table"],
+        "--database",
+        doc["database"],
+    ]
+
+
+def quote(text: str) -> str:
+    return shlex.quote(text)
 
 
 def describe_unreadable(bad: Unreadable) -> str:
