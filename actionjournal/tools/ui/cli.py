@@ -128,6 +128,7 @@ def main(argv: list[str]) -> int:
             sock.bind((args.host, args.port))
         except OSError as exc:
             raise ToolError(f"cannot listen on {args.host}:{args.port}: {exc.strerror}") from None
+        sock.listen(128)  # connections wait from the moment the URL is printed
         host, port = sock.getsockname()[:2]
         shown = f"[{host}]" if ":" in host else host
         explorer.start()

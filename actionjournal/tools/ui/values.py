@@ -43,8 +43,9 @@ class Shown:
             return False, f"<{len(data)} bytes, not shown: {type(exc).__name__}>"
 
     def plain(self, value: Any, root: str) -> Any:
-        """``value`` as JSON data with redacted fields replaced, not yet truncated."""
-        return self._redact(_plain(value), (root,))
+        """``value`` found at dotted path ``root``, as JSON data with redacted fields
+        replaced, not yet truncated."""
+        return self._redact(_plain(value), tuple(root.split(".")))
 
     def value(self, data: bytes | None, root: str) -> str:
         """The preview of encoded ``data`` found under ``root``."""
@@ -55,7 +56,7 @@ class Shown:
 
     def text(self, value: Any, root: str) -> str:
         """The preview of a decoded value: redacted JSON (or repr), truncated."""
-        if self.paths and self._hidden((root,)):
+        if self.paths and self._hidden(tuple(root.split("."))):
             return REDACTED
         plain = self.plain(value, root)
         try:
