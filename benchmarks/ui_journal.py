@@ -48,7 +48,7 @@ def run_records(key: str, kid: str, seq: int, at: float, value: bytes) -> list:
                 error,
                 at,
                 at + 0.001,
-            )  # fmt: skip
+            )
         )
     for index in range(2):
         records.append(
@@ -67,7 +67,7 @@ def run_records(key: str, kid: str, seq: int, at: float, value: bytes) -> list:
                 False,
                 "handle",
                 0,
-            )  # fmt: skip
+            )
         )
     if seq % 500 == 3:
         error = ErrorInfo("builtins.ValueError", f"bad input {seq}", None)
@@ -80,7 +80,7 @@ def run_records(key: str, kid: str, seq: int, at: float, value: bytes) -> list:
                 True,
                 msgspec.msgpack.encode({"n": seq}),
                 msgspec.msgpack.encode(key),
-            )  # fmt: skip
+            )
         )
         return records
     records.append(

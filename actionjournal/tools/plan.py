@@ -52,7 +52,7 @@ def load_agent(spec: str) -> type[Agent]:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise ToolError(f"cannot import {module_name!r}: {exc}") from None
-    found = module
+    found: Any = module
     for part in name.split("."):
         found = getattr(found, part, None)
         if found is None:

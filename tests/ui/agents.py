@@ -22,9 +22,7 @@ class Checkout(Agent):
     @action(InputEvent)
     def charge(self, event, ctx):
         price = ctx.durable_execute(call_service, self.url, "lookup", event.input)
-        paid = ctx.durable_execute(
-            call_service, self.url, "charge", price, reconciler=self.probe
-        )
+        paid = ctx.durable_execute(call_service, self.url, "charge", price, reconciler=self.probe)
         ctx.short_term_memory.set("last_order", paid)
         ctx.send_event(Event("paid", {"order": paid, "card_number": CARD}))
 

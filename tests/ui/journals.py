@@ -1,8 +1,9 @@
 """The explorer's test journal, made by real scenarios on one SQLite file:
 
-* ``checkout``: ann's order runs; bob's is SIGKILLed (a real child process) right after its
-  charge was journaled as started and ran, before its outcome was journaled; the restore replays bob's lookup and settles his charge
-  with the reconciler, then sends the email.
+* ``checkout``: ann's order runs; bob's is SIGKILLed (a real child process) after his
+  charge was journaled as started and ran, before its outcome was journaled; the restore
+  replays bob's lookup, settles his charge with the reconciler, then sends the email.
+  erin's charge is started when a second crash kills the process: it stays in flight.
 * ``orders``: carol's and dave's quotes fail once and are retried; their payments fail
   twice, so their runs are dead-lettered (``on_run_failure='dead-letter'``). The runner is
   returned: it is the job a re-drive goes back to.

@@ -128,6 +128,31 @@ BAD_INPUTS = [
     ("malformed page, dead letters", lambda w: [*D, *sqlite(w["malformed"])], "malformed"),
     ("bad --since, dead letters", lambda w: [*D, *sqlite(w["journal"]), "--since", "x"], "--since"),
     (
+        "ui off loopback without a token",
+        lambda w: ["ui", *sqlite(w["journal"]), "--host", "0.0.0.0"],
+        "give --token",
+    ),  # fmt: skip
+    ("ui, missing journal", lambda w: ["ui", *sqlite(w["missing"])], "no SQLite journal"),
+    ("plan of no agent", lambda w: ["plan", "actionjournal:Agentless"], "has no"),
+    ("plan without a colon", lambda w: ["plan", "shop"], "give MODULE:AGENT"),
+    (
+        "redrive, missing journal",
+        lambda w: [
+            "runs",
+            "redrive",
+            *sqlite(w["missing"]),
+            "--key-id",
+            "ab",
+            "--seq",
+            "0",
+            "--to-topic",
+            "t",
+            "--to-bootstrap",
+            "h:1",
+        ],
+        "no SQLite journal",
+    ),  # fmt: skip
+    (
         "malformed page, plan",
         lambda w: [*P, *sqlite(w["malformed"]), "--before", "0", "--out", str(w["dir"] / "p.json")],
         "malformed",

@@ -123,7 +123,7 @@ def _checkpoints(
                 "position": n.marker_position,
                 "next_seq": n.next_seq,
                 "pending": list(n.pending),
-            }  # fmt: skip
+            }
             for k, n in sorted(state.keys.items())
             if n.marker_position is not None
         ]
@@ -153,7 +153,7 @@ def _checkpoints(
                     "runs_deleted",
                     "reason",
                 )
-            }  # fmt: skip
+            }
             for p in doc["partitions"]
         ],
         "command": " ".join(
@@ -165,6 +165,6 @@ def _checkpoints(
                 *jr.store_args(journal.config),
                 "--checkpoint" if not isinstance(state.info, SnapshotState) else "--snapshot",
                 str(where),
-            ]  # fmt: skip
+            ]
         ),
     }

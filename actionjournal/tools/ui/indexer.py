@@ -168,8 +168,10 @@ _RUN_COLUMNS = (
     "open_calls"
 )
 
-_CHANGING = ("status", "first_at", "last_at", "ended_at", "actions", "calls", "attempts")
-_CHANGING += ("records", "bytes", "error_type", "error", "dead_letters", "failures", "open_calls")
+_CHANGING = (
+    "status", "first_at", "last_at", "ended_at", "actions", "calls", "attempts", "records",
+    "bytes", "error_type", "error", "dead_letters", "failures", "open_calls",
+)  # fmt: skip
 _UPSERT_RUN = (
     f"INSERT INTO runs ({_RUN_COLUMNS}) VALUES ({','.join('?' * 20)}) ON CONFLICT (id) DO UPDATE "
     f"SET {', '.join(f'{c} = excluded.{c}' for c in _CHANGING)}"
@@ -263,12 +265,12 @@ class Indexer:
                 tally[0] += 1
                 tally[1] += item.size
             else:
-                kind = type(record).__name__
-                tally = types.get((partition, kind))
-                if tally is None:
-                    tally = types[(partition, kind)] = [0, 0]
-                tally[0] += 1
-                tally[1] += item.size
+                name = type(record).__name__
+                counted = types.get((partition, name))
+                if counted is None:
+                    counted = types[(partition, name)] = [0, 0]
+                counted[0] += 1
+                counted[1] += item.size
                 at = getattr(record, "at", None)
                 if at is not None:
                     hour = growth.get(int(at // 3600))
@@ -385,12 +387,13 @@ class Indexer:
         elif kind is ActionCompleted:
             run.actions.add(record.action)
             stats = self._batch.actions.get((run.operator_uid, record.action))
+            done_at: float = record.at
             if stats is None:
-                self._batch.actions[(run.operator_uid, record.action)] = [1, at, at]
+                self._batch.actions[(run.operator_uid, record.action)] = [1, done_at, done_at]
             else:
                 stats[0] += 1
-                stats[1] = min(stats[1], at)
-                stats[2] = max(stats[2], at)
+                stats[1] = min(stats[1], done_at)
+                stats[2] = max(stats[2], done_at)
             sent = self._batch.sent
             for event in record.outputs:
                 self._batch.ids.append((id_key(event.id), run.id))

@@ -198,10 +198,10 @@ def runs_page(db: sqlite3.Connection, f: RunFilter) -> RunsPage:
     args: list[Any] = []
     matched = ""
     if f.q:
-        runs, matched = search_runs(db, f.q)
-        if runs is not None:
-            where.append(f"id IN ({','.join('?' * len(runs))})")
-            args += runs
+        named, matched = search_runs(db, f.q)
+        if named is not None:
+            where.append(f"id IN ({','.join('?' * len(named))})")
+            args += named
         else:
             low = f.q.strip().lower()
             ids = [make_key_id(f.q.strip())]

@@ -236,19 +236,16 @@ def _action_completed(record: ActionCompleted, item: jr.Scanned, b: Builder) -> 
     sent = []
     for event in record.outputs:
         ok, attributes = b.shown.decode(event.attributes)
-        shown = (
-            {str(k): b.shown.text(v, f"event.{k}") for k, v in attributes.items()}
-            if ok and isinstance(attributes, dict)
-            else str(attributes)
-        )
-        doc = {"id": event.id, "type": event.type, "attributes": shown, "action": record.action}
-        sent.append(doc)
-        b.events.append({**doc, "position": item.position, "at": record.at})
+        shown = b.shown.text(attributes, "event") if ok else str(attributes)
+        event_doc = {"id": event.id, "type": event.type, "attributes": shown,
+                     "action": record.action}  # fmt: skip
+        sent.append(event_doc)
+        b.events.append({**event_doc, "position": item.position, "at": record.at})
     ops = []
     for op in record.memory_ops:
         root = f"memory.{op.path}"
         value = b.shown.value(op.value, root) if op.value is not None else None
-        doc = {"scope": op.scope, "op": op.op, "path": op.path, "value": value}
+        doc: dict[str, Any] = {"scope": op.scope, "op": op.op, "path": op.path, "value": value}
         ops.append(doc)
         b.memory.append({**doc, "action": record.action, "position": item.position})
     b.add(
@@ -307,7 +304,7 @@ def build_timeline(
         run=run,
         start=start,
         end=end,
-        lanes=list(b.lanes),
+        lanes=_ordered(list(b.lanes)),
         bars=b.bars,
         entries=b.entries,
         restarts=restarts,
@@ -317,6 +314,20 @@ def build_timeline(
         outcome=b.outcome,
         unreadable=[jr.describe_unreadable(bad) for bad in unreadable],
     )
+
+
+def _ordered(lanes: list[str]) -> list[str]:
+    """The run first, then each action followed by its calls, in order of appearance."""
+    order: dict[str, int] = {}
+    for lane in lanes:
+        order.setdefault(lane.rsplit("#", 1)[-1][:8], len(order))
+
+    def place(lane: str) -> tuple[int, int, str]:
+        if lane == "run":
+            return (-1, 0, "")
+        return (order[lane.rsplit("#", 1)[-1][:8]], lane.startswith("  "), lane)
+
+    return sorted(lanes, key=place)
 
 
 def _restarts(items: list[jr.Scanned], b: Builder) -> list[Restart]:

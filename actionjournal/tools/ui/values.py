@@ -80,7 +80,7 @@ class Shown:
                     else REDACTED
                     for k, v in state.items()
                 }
-        causes = []
+        causes: list[dict[str, str]] = []
         cause = error.cause
         while cause is not None and len(causes) < 10:
             causes.append({"type": cause.type, "message": self.cut(cause.message)})
@@ -93,7 +93,9 @@ class Shown:
         for pattern in self.paths:
             if len(pattern) == 1 and path[-1] == pattern[0] and len(path) > 1:
                 return True
-            if len(pattern) == len(path) and all(p in ("*", q) for p, q in zip(pattern, path)):
+            if len(pattern) == len(path) and all(
+                p in ("*", q) for p, q in zip(pattern, path, strict=False)
+            ):
                 return True
         return False
 
