@@ -131,7 +131,7 @@ BAD_INPUTS = [
         "ui off loopback without a token",
         lambda w: ["ui", *sqlite(w["journal"]), "--host", "0.0.0.0"],
         "give --token",
-    ),  # fmt: skip
+    ),
     ("ui, missing journal", lambda w: ["ui", *sqlite(w["missing"])], "no SQLite journal"),
     ("plan of no agent", lambda w: ["plan", "actionjournal:Agentless"], "has no"),
     ("plan without a colon", lambda w: ["plan", "shop"], "give MODULE:AGENT"),
@@ -151,7 +151,7 @@ BAD_INPUTS = [
             "h:1",
         ],
         "no SQLite journal",
-    ),  # fmt: skip
+    ),
     (
         "malformed page, plan",
         lambda w: [*P, *sqlite(w["malformed"]), "--before", "0", "--out", str(w["dir"] / "p.json")],
