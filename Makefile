@@ -2,7 +2,7 @@
 # make test   - set up .venv and run the whole suite (starts a local Kafka broker, Fluss cluster
 #               and Flink session cluster)
 # make test-fast - unit tests only, no services, no Flink
-# make typecheck - mypy (strict on actionjournal/durable and /stores, plain on the rest; run by make test)
+# make typecheck - mypy (strict on durable, stores, operator, flink and the top package; run by make test)
 # make bench  - benchmarks (starts Kafka and PostgreSQL itself) and docs/performance.md;
 #               BENCH=prefix runs only entries whose name starts with prefix
 PYTHON ?= python3
@@ -34,7 +34,7 @@ test: $(STAMP) typecheck
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not slow and not kafka and not fluss and not flink and not cluster"
 
-# mypy: strict on actionjournal/durable and actionjournal/stores, plain on the rest (pyproject.toml)
+# mypy: strict on durable/, stores/, operator/, flink/ and the top package (pyproject.toml)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 

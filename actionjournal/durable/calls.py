@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import dataclasses
 import functools
 import inspect
 import logging
@@ -22,11 +23,15 @@ from dataclasses import dataclass
 from types import FunctionType
 from typing import Any
 
+import msgspec
+
+from actionjournal.durable.binding import check_binds
 from actionjournal.durable.config import JournalConfig, UnknownOutcomePolicy
 from actionjournal.durable.errors import (
     ConfigurationError,
     DivergenceError,
     EncodingError,
+    JournalUnavailableError,
     ReconcileError,
     UnknownOutcomeError,
 )
@@ -101,12 +106,13 @@ _CANCELLED = type_name(asyncio.CancelledError)
 # Effects the decision generator asks a driver to perform. Plain classes with slots: one or
 # two are made per durable call, and a frozen dataclass costs several times as much to make.
 class _Write:
-    __slots__ = ("context", "record", "writer")
+    __slots__ = ("context", "record", "reserved", "writer")
 
     def __init__(self, writer: RunWriter, record: JournalRecord, context: str) -> None:
         self.writer = writer
         self.record = record
         self.context = context  # what the caller is told when the append fails
+        self.reserved = False  # the run's length budget counted it before the call ran
 
 
 class _Invoke:
@@ -136,6 +142,14 @@ class _Invoke:
                 self.cid, self.opts, self.fid, self.args, self.kwargs, self.attempt
             )
         return self._info
+
+    def run(self) -> Any:
+        """Call the function, on the thread it runs on: checked there, since a call made just
+        before the journal refused a write may have waited for a thread since."""
+        health = self.calls.writer.health
+        if health is not None:
+            health.check(f"durable call {self.fid} (call id {self.cid})")
+        return self.fn(*self.args, **self.kwargs)
 
 
 class _Reconcile:
@@ -167,12 +181,18 @@ _Effect = _Write | _Invoke | _Reconcile | _Sleep | _AwaitCancel
 
 @dataclass(frozen=True)
 class CallOptions:
+    """A durable call's options (``ctx.durable_execute(fn, ..., durable_id=...)``)."""
+
     durable_id: str | None = None
     reconciler: Reconciler | None = None
     on_unknown: UnknownOutcomePolicy | None = None
     record_failures: bool = True
     reconcile_timeout: float = 300.0
     retry: RetryPolicy | None = None  # None: the job's journal.retry
+
+
+OPTIONS = tuple(f.name for f in dataclasses.fields(CallOptions))
+"""The option names of a durable call: a keyword close to one is named as the one meant."""
 
 
 class ActionCalls:
@@ -264,9 +284,10 @@ class ActionCalls:
         kwargs: dict[str, Any],
         opts: CallOptions,
     ) -> Generator[_Effect, Any, Any]:
+        fid = function_id(fn)
+        self._check_binds(fn, fid, args, kwargs)  # before the index: a refused call is no call
         index = self._next_index
         self._next_index += 1
-        fid = function_id(fn)
         digest = self._digest(fn, fid, args, kwargs)
         identity = f"d:{opts.durable_id}" if opts.durable_id is not None else f"f:{fid}#{index}"
         cid = self._call_id(identity)
@@ -277,6 +298,11 @@ class ActionCalls:
                 "reconciler=... or register one for this function"
             )
         return self._run(fn, args, kwargs, opts, index, fid, digest, cid, policy)
+
+    def _check_binds(
+        self, fn: Callable[..., Any], fid: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> None:
+        check_binds(fn, args, kwargs, f"durable call {fid} of action {self.action_name}", OPTIONS)
 
     def _run(
         self,
@@ -334,12 +360,33 @@ class ActionCalls:
                 settled = yield from self._reconcile(opts, info, index, fid, digest, cid)
                 if settled is not None:
                     return settled[0]
+        elif recorded is not None and recorded.round_ended:  # record_failures=False
+            attempt, round_start = recorded.next_attempt, recorded.round_start
+            if opts.reconciler is not None:  # the round's failures may have taken effect: ask
+                info = self._info(cid, opts, fid, args, kwargs, attempt)
+                settled = yield from self._reconcile(opts, info, index, fid, digest, cid)
+                if settled is not None:
+                    return settled[0]
         elif recorded is not None:  # a failed attempt to retry: resume where the backoff was
             attempt, round_start = recorded.next_attempt, recorded.round_start
-            assert recorded.failed is not None
-            retry_at = recorded.failed.retry_at
+            failed = recorded.failed
+            assert failed is not None
+            retry_at = failed.retry_at
+            limit = (opts.retry or self.config.retry).max_attempts
+            if attempt - round_start >= limit:  # max_attempts was lowered since: none is left
+                yield from self._exhausted(opts, failed, fid, cid, attempt - round_start, limit)
 
         needs_start = opts.reconciler is not None or policy != "rerun"
+        budget = self.writer.budget
+        held = 0  # records the run's length budget holds for this attempt (start, outcome)
+
+        def booked(write: _Write) -> _Write:
+            """``write`` takes one of the records reserved for this attempt, if any is left."""
+            nonlocal held
+            if held:
+                write.reserved, held = True, held - 1
+            return write
+
         while True:
             started = time.time()
             finish = functools.partial(self._finish, index, fid, digest, cid, opts, started)
@@ -349,25 +396,33 @@ class ActionCalls:
                     if wait > 0:
                         yield _Sleep(wait)
                     self.counts.retry(wait)
+                if self.writer.health is not None:  # a journal that refused a write: stop
+                    self.writer.health.check(f"durable call {fid} (call id {cid})")
+                if budget is not None:  # room for the outcome before the call runs
+                    held = 2 if needs_start else 1
+                    budget.reserve(held, f"durable call {fid} (call id {cid})")
                 if needs_start:
-                    yield _Write(
-                        self.writer,
-                        self.writer.build(
-                            CallStarted,
-                            action_id=self.action_id,
-                            index=index,
-                            call_id=cid,
-                            function_id=fid,
-                            durable_id=opts.durable_id,
-                            arg_digest=digest,
-                            attempt=attempt,
-                            at=started,
-                        ),
-                        f"durable call {fid} was not started: its CallStarted was not journaled",
+                    yield booked(
+                        _Write(
+                            self.writer,
+                            self.writer.build(
+                                CallStarted,
+                                action_id=self.action_id,
+                                index=index,
+                                call_id=cid,
+                                function_id=fid,
+                                durable_id=opts.durable_id,
+                                arg_digest=digest,
+                                attempt=attempt,
+                                at=started,
+                            ),
+                            f"durable call {fid} was not started: its CallStarted was not "
+                            "journaled",
+                        )
                     )
             except asyncio.CancelledError as exc:  # before it ran (in its backoff, or starting)
                 if not self._action_stopping():
-                    yield finish(None, exc, attempt)
+                    yield booked(finish(None, exc, attempt))
                 raise
             clock = time.perf_counter()
             try:
@@ -375,7 +430,11 @@ class ActionCalls:
             except asyncio.CancelledError as exc:
                 self.counts.call_executed(time.perf_counter() - clock)
                 if not self._action_stopping():  # the action cancelled it: journal what happened
-                    yield finish(None, exc, attempt)
+                    yield booked(finish(None, exc, attempt))
+                raise
+            except JournalUnavailableError:  # refused before it ran: nothing to journal
+                if budget is not None:
+                    budget.release(held)
                 raise
             except Exception as exc:
                 self.counts.call_executed(time.perf_counter() - clock)
@@ -384,8 +443,8 @@ class ActionCalls:
                 if tries < retry.max_attempts and retry.retries(exc):
                     wait = retry.wait(tries)
                     retry_at = time.time() + wait
-                    yield self._attempt_failed(
-                        index, fid, digest, cid, opts, attempt, exc, retry_at
+                    yield booked(
+                        self._attempt_failed(index, fid, digest, cid, opts, attempt, exc, retry_at)
                     )
                     self.counts.attempt("retried")
                     log.warning(
@@ -401,13 +460,17 @@ class ActionCalls:
                 )
                 why = "the last attempt" if retry.retries(exc) else "not retryable"
                 if opts.record_failures:
-                    yield finish(None, exc, attempt)
+                    yield booked(finish(None, exc, attempt))
                     self._failures[id(exc)] = f"{what} ({why}: journaled as its final outcome)"
                 else:
-                    if attempt > round_start:  # the next try of the run starts a new round
-                        yield self._attempt_failed(
-                            index, fid, digest, cid, opts, attempt, exc, None
+                    # The round's end, journaled when anything of the round is (an earlier
+                    # attempt, or this one's start): the next try of the run starts a new round.
+                    if attempt > round_start or needs_start:
+                        yield booked(
+                            self._attempt_failed(index, fid, digest, cid, opts, attempt, exc, None)
                         )
+                    elif budget is not None:
+                        budget.release(held)
                     self._failures[id(exc)] = (
                         f"{what} ({why}; not journaled, record_failures=False: it runs again "
                         "when the run does)"
@@ -420,9 +483,9 @@ class ActionCalls:
                 data, value = self.values.roundtrip(
                     value, f"result of durable call {fid} (call id {cid})"
                 )
-                yield finish(data, None, attempt)
+                yield booked(finish(data, None, attempt))
             except EncodingError as exc:  # too large for the journal, or a type it cannot hold
-                yield finish(None, exc, attempt)
+                yield booked(finish(None, exc, attempt))
                 self._failures[id(exc)] = (
                     f"durable call {fid} (call id {cid}) returned, but its result cannot be "
                     "journaled, which is journaled as the call's final outcome: it is not run "
@@ -430,6 +493,45 @@ class ActionCalls:
                 )
                 raise
             return value
+
+    def _exhausted(
+        self,
+        opts: CallOptions,
+        failed: CallAttemptFailed,
+        fid: str,
+        cid: str,
+        tries: int,
+        limit: int,
+    ) -> Generator[_Effect, Any, None]:
+        """A call resumed after ``tries`` journaled attempts with ``max_attempts`` lowered to
+        ``limit`` since: no attempt is left, so its last failure ends the round without
+        running it (journaled as its final outcome, or with ``record_failures=False`` as the
+        round's end)."""
+        self.counts.attempt("failed")
+        if opts.record_failures:
+            record: JournalRecord = msgspec.structs.replace(
+                self._finish(
+                    failed.index, fid, failed.arg_digest, cid, opts, time.time(), None, None,
+                    failed.attempt,
+                ).record,
+                error=failed.error,
+            )  # fmt: skip
+            outcome = "journaled as its final outcome"
+        else:
+            record = msgspec.structs.replace(failed, retry_at=None, at=time.time())
+            outcome = "not journaled as final (record_failures=False): the next try of the run "
+            outcome += "starts a new round"
+        yield _Write(
+            self.writer,
+            record,
+            f"durable call {fid} (call id {cid}) has no attempt left, and that was not journaled",
+        )
+        error = rebuild_error(self.values, failed.error)
+        self._failures[id(error)] = (
+            f"durable call {fid} (call id {cid}), not run again: {tries} attempts are journaled "
+            f"and max_attempts is {limit} now; its last failure is {outcome};"
+        )
+        raise error
 
     def _info(
         self,
@@ -683,11 +785,11 @@ def _drive_sync(
             if isinstance(effect, _Invoke):  # the common effects first
                 token = _current_call.set(effect)
                 try:
-                    send = effect.fn(*effect.args, **effect.kwargs)
+                    send = effect.run()
                 finally:
                     _current_call.reset(token)
             elif isinstance(effect, _Write):
-                effect.writer.write(effect.record, effect.context)
+                effect.writer.write(effect.record, effect.context, effect.reserved)
             elif isinstance(effect, _Reconcile):
                 token = _current_call.set(effect.info)
                 try:
@@ -723,7 +825,12 @@ async def _drive_async(gen: Generator[_Effect, Any, Any]) -> Any:
             if isinstance(effect, _Invoke):  # the common effects first
                 token = _current_call.set(effect)
                 try:
-                    send = await _call(effect.fn, *effect.args, **effect.kwargs)
+                    if is_coroutine_function(effect.fn):
+                        send = await effect.run()
+                    else:
+                        send = await asyncio.to_thread(effect.run)
+                        if inspect.isawaitable(send):
+                            send = await send
                 finally:
                     _current_call.reset(token)
             elif isinstance(effect, _Write):
@@ -746,7 +853,7 @@ async def _append(effect: _Write) -> None:
     """Append in a worker thread. Cancelled meanwhile, it still waits for the append to end
     (a thread cannot be stopped), so the journal's order is the order of the effects."""
     append = asyncio.ensure_future(
-        asyncio.to_thread(effect.writer.write, effect.record, effect.context)
+        effect.writer.write_async(effect.record, effect.context, effect.reserved)
     )
     try:
         await asyncio.shield(append)

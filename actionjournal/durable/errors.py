@@ -12,6 +12,11 @@ class ConfigurationError(ActionJournalError):
     naming it and what it may be."""
 
 
+class CallArgumentsError(ConfigurationError, TypeError):
+    """A durable call's arguments do not fit its function's signature (a misspelled option
+    becomes an unexpected keyword): refused before the call ran, nothing journaled."""
+
+
 class RecordError(ActionJournalError):
     """A journal record could not be read. ``where`` names topic/partition/offset or file/row."""
 
@@ -56,6 +61,11 @@ class StoreError(ActionJournalError):
 
 class JournalWriteError(StoreError):
     """An append was not acknowledged. The journal does not hold the record."""
+
+
+class JournalUnavailableError(JournalWriteError):
+    """A durable call or run was not started: the journal refused a write earlier in this
+    process, so its outcome could not be journaled either; the task fails."""
 
 
 class RecordTooLargeError(JournalWriteError, PayloadTooLargeError):

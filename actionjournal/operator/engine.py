@@ -40,6 +40,7 @@ from actionjournal.durable.records import (
 from actionjournal.durable.replay import KeyJournal, RecordedRun
 from actionjournal.durable.stats import JournalMetrics, reading
 from actionjournal.durable.values import ValueCodec
+from actionjournal.durable.writer import JournalHealth
 from actionjournal.operator.config import RunFailurePolicy
 from actionjournal.operator.dead_letters import DeadLetter
 from actionjournal.operator.failures import RunFailures, redrive_check
@@ -90,7 +91,7 @@ class AgentEngine:
         values = self.config.value_codec()
         values.observer = self.counts  # payload guard hits
         _limit_payloads(values, store)
-        self.env = RunEnv(agent, store, self.config, values, self.counts)
+        self.env = RunEnv(agent, store, self.config, values, self.counts, JournalHealth())
         self.failures = RunFailures(self.env, on_run_failure, run_failure_restarts)
         self._journals: dict[str, KeyJournal] = {}
         self._recovered: set[str] = set()
@@ -128,6 +129,7 @@ class AgentEngine:
         or returns a result with the run's dead letter.
         """
         pending = state.pending[0]
+        self.env.health.check(f"run seq {pending.seq} of key id {key_id}")
         if pending.redrive:
             self.validate_marker(key_id, state)  # the journal the key's state was written to
             try:

@@ -16,7 +16,6 @@ journaled anyway.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import logging
 import time
@@ -115,7 +114,7 @@ class RunFailures:
             counts.run("failed")
             raise exc
         final = self.policy == "dead-letter" or recorded.tries >= self.restarts
-        marker = await asyncio.to_thread(self._journal, run, exc, final)
+        marker = await self.env.health.run(self._journal, run, exc, final)
         if not final:
             counts.run("failed")
             raise exc
@@ -125,7 +124,8 @@ class RunFailures:
             seq=run.seq,
             input=self.env.values.decode(run.input_data),
             error=str(exc),
-            error_type=_root_type(exc),
+            error_type=type_name(type(_root(exc))),
+            error_message=_message(_root(exc)),
             when=time.time(),
             key_id=run.writer.key_id,
             partition=marker.partition,
@@ -178,6 +178,7 @@ class RunFailures:
             input=self.env.values.decode(input_data),
             error=failed.error.message,
             error_type=_root_info(failed.error).type,
+            error_message=_root_info(failed.error).message,
             when=failed.at,
             key_id=key_id,
             number=recorded.dead_letters,
@@ -198,6 +199,7 @@ class RunFailures:
             input=self.env.values.decode(input_data),
             error=str(exc),
             error_type=type_name(RedriveError),
+            error_message=str(exc),
             when=time.time(),
             key_id=key_id,
         )
@@ -224,10 +226,17 @@ class RunFailures:
         return run
 
 
-def _root_type(exc: BaseException) -> str:
+def _root(exc: BaseException) -> BaseException:
     while exc.__cause__ is not None:
         exc = exc.__cause__
-    return type_name(type(exc))
+    return exc
+
+
+def _message(exc: BaseException) -> str:
+    try:
+        return str(exc)
+    except Exception:
+        return repr(exc)
 
 
 def _root_info(info: ErrorInfo) -> ErrorInfo:

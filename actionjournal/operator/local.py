@@ -19,18 +19,21 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+import pydantic
 
 from actionjournal.durable.agent import Agent
 from actionjournal.durable.config import JournalConfig
 from actionjournal.durable.errors import (
     ActionJournalError,
+    ConfigurationError,
     CorruptRecordError,
     UnsupportedFormatError,
 )
 from actionjournal.durable.events import Event
+from actionjournal.durable.options import check_callable, checked
 from actionjournal.durable.records import FORMAT_VERSION, JournalBinding
 from actionjournal.durable.stats import JournalMetrics
-from actionjournal.operator.config import RunFailurePolicy
+from actionjournal.operator.config import RunFailureOptions, RunFailurePolicy
 from actionjournal.operator.dead_letters import DeadLetter
 from actionjournal.operator.engine import AgentEngine, KeyState
 from actionjournal.stores.base import JournalStore
@@ -65,6 +68,15 @@ class Snapshot(msgspec.Struct):
 OutputSink = Callable[[Any, Event], None]
 
 
+class _FeedOptions(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="forbid", strict=True)
+
+    snapshot_every: int = pydantic.Field(0, ge=0)
+    """Snapshot every n inputs consumed (0: never)."""
+    pace: float = pydantic.Field(0.0, ge=0)
+    """Seconds between inputs."""
+
+
 class LocalRunner:
     """Runs an agent over keyed inputs; outputs go to ``outputs`` and to ``on_output`` if given.
 
@@ -91,7 +103,23 @@ class LocalRunner:
         run_failure_restarts: int = 3,
         on_dead_letter: Callable[[DeadLetter], None] | None = None,
     ) -> None:
-        self.engine = AgentEngine(agent, store, config, on_run_failure, run_failure_restarts)
+        owner = "LocalRunner"
+        options = checked(
+            owner,
+            RunFailureOptions,
+            on_run_failure=on_run_failure,
+            run_failure_restarts=run_failure_restarts,
+        )
+        if config is not None and not isinstance(config, JournalConfig):
+            raise ConfigurationError(
+                f"{owner}: config={config!r} is not a JournalConfig: pass "
+                "actionjournal.JournalConfig(...), or None for the defaults"
+            )
+        check_callable(owner, "on_output", on_output)
+        check_callable(owner, "on_dead_letter", on_dead_letter)
+        self.engine = AgentEngine(
+            agent, store, config, options.on_run_failure, options.run_failure_restarts
+        )
         self.on_output = on_output
         self.on_dead_letter = on_dead_letter
         self.states: dict[str, tuple[Any, KeyState]] = {}
@@ -183,6 +211,12 @@ class LocalRunner:
         pace: float,
     ) -> None:
         self._check_alive()
+        checked("LocalRunner", _FeedOptions, snapshot_every=snapshot_every, pace=pace)
+        if snapshot_every and not snapshot_path:
+            raise ConfigurationError(
+                f"LocalRunner: snapshot_every={snapshot_every} needs snapshot_path=... (where "
+                "to write the snapshots)"
+            )
         self.resume()
         for key, value in pairs:
             self.submit(key, value)

@@ -39,7 +39,7 @@ from actionjournal.durable.records import (
 from actionjournal.durable.replay import RecordedAction, RecordedRun
 from actionjournal.durable.stats import JournalMetrics
 from actionjournal.durable.values import ValueCodec
-from actionjournal.durable.writer import RunWriter
+from actionjournal.durable.writer import JournalHealth, RunWriter
 from actionjournal.operator.context import RunnerContext
 from actionjournal.operator.dead_letters import DeadLetter
 from actionjournal.operator.memory import Memory, apply_op
@@ -65,6 +65,7 @@ class RunEnv:
     config: JournalConfig
     values: ValueCodec
     counts: JournalMetrics  # what the engine counts and times
+    health: JournalHealth  # the journal's threads, and its first refused write
 
 
 class Run:
@@ -106,6 +107,7 @@ class Run:
             seq,
             env.counts,
             budget,
+            health=env.health,
         )
         self.short_term = memory
         self.sensory: dict[str, Any] = {}
@@ -181,8 +183,7 @@ class Run:
         marker = None
         if records:
             context = ", ".join(f"action {r.action}" for r in self._last)
-            markers = await asyncio.to_thread(
-                self.writer.write_all,
+            markers = await self.writer.write_all_async(
                 records,
                 f"{context} finished but was not journaled" if context else "",
             )
@@ -283,9 +284,7 @@ class Run:
         if self._ends_run(out):  # nothing of the run follows: one commit with RunCompleted
             self._last.append(record)
             return out
-        await asyncio.to_thread(
-            self.writer.write, record, f"action {spec.name} finished but was not journaled"
-        )
+        await self.writer.write_async(record, f"action {spec.name} finished but was not journaled")
         env.counts.action("executed")
         return out
 
@@ -331,8 +330,18 @@ class Run:
                 f"completed. {self.consequence}"
             )
         raised = calls.failure_of(exc)
-        detail = f"{raised} raised {exc!r}" if raised else repr(exc)
+        detail = f"{raised} raised {_described(exc)}" if raised else _described(exc)
         return ActionFailedError(f"{where}: {detail}. {self.consequence}")
+
+
+def _described(exc: Exception) -> str:
+    """``repr(exc)``, and its ``str()`` too when that says more (a custom ``__str__``)."""
+    text = repr(exc)
+    try:
+        message = str(exc)
+    except Exception:
+        return text
+    return text if not message or message in text else f"{text}: {message}"
 
 
 async def _run_body(spec: ActionSpec, event: Event, ctx: RunnerContext) -> None:

@@ -10,37 +10,42 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from actionjournal._lazy import lazy_attributes
+from actionjournal._lazy import lazy_attributes, lazy_names
 
 if TYPE_CHECKING:
     from actionjournal.durable.outcomes import (
-        CallInfo,
-        Failed,
-        NotStarted,
-        Outcome,
-        Recovered,
-        StillRunning,
+        CallInfo as CallInfo,
     )
-    from actionjournal.reconcilers.registry import reconciled_by, reconciler
+    from actionjournal.durable.outcomes import (
+        Failed as Failed,
+    )
+    from actionjournal.durable.outcomes import (
+        NotStarted as NotStarted,
+    )
+    from actionjournal.durable.outcomes import (
+        Outcome as Outcome,
+    )
+    from actionjournal.durable.outcomes import (
+        Recovered as Recovered,
+    )
+    from actionjournal.durable.outcomes import (
+        StillRunning as StillRunning,
+    )
+    from actionjournal.reconcilers.registry import (
+        reconciled_by as reconciled_by,
+    )
+    from actionjournal.reconcilers.registry import (
+        reconciler as reconciler,
+    )
     from actionjournal.reconcilers.remote_job import (
-        RemoteAgentError,
-        RemoteAgentJob,
-        RemoteJobFailed,
+        RemoteAgentError as RemoteAgentError,
     )
-
-__all__ = [
-    "CallInfo",
-    "Failed",
-    "NotStarted",
-    "Outcome",
-    "Recovered",
-    "RemoteAgentError",
-    "RemoteAgentJob",
-    "RemoteJobFailed",
-    "StillRunning",
-    "reconciled_by",
-    "reconciler",
-]
+    from actionjournal.reconcilers.remote_job import (
+        RemoteAgentJob as RemoteAgentJob,
+    )
+    from actionjournal.reconcilers.remote_job import (
+        RemoteJobFailed as RemoteJobFailed,
+    )
 
 _LAZY = {
     "actionjournal.durable.outcomes": (
@@ -58,4 +63,5 @@ _LAZY = {
         "RemoteJobFailed",
     ),
 }
+__all__ = lazy_names(_LAZY)
 __getattr__ = lazy_attributes(__name__, _LAZY)

@@ -11,50 +11,63 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from actionjournal._lazy import lazy_attributes
+from actionjournal._lazy import lazy_attributes, lazy_names
 
 if TYPE_CHECKING:
     from actionjournal.stores.base import (
-        ActionStateStore,
-        JournalStore,
-        MaintenanceStore,
-        Progress,
-        ScannedRecord,
+        ActionStateStore as ActionStateStore,
+    )
+    from actionjournal.stores.base import (
+        JournalStore as JournalStore,
+    )
+    from actionjournal.stores.base import (
+        MaintenanceStore as MaintenanceStore,
+    )
+    from actionjournal.stores.base import (
+        Progress as Progress,
+    )
+    from actionjournal.stores.base import (
+        ScannedRecord as ScannedRecord,
     )
     from actionjournal.stores.config import (
-        NoStoreConfig,
-        SqliteStoreConfig,
-        StoreConfig,
-        open_store,
+        NoStoreConfig as NoStoreConfig,
     )
-    from actionjournal.stores.fluss.config import FlussStoreConfig
-    from actionjournal.stores.fluss.store import FlussActionStateStore, FlussStore
-    from actionjournal.stores.kafka.config import KafkaStoreConfig
-    from actionjournal.stores.kafka.store import KafkaActionStateStore, KafkaStore
-    from actionjournal.stores.memory import MemoryStore
-    from actionjournal.stores.none import NoStore
-    from actionjournal.stores.sqlite import SqliteStore
-
-__all__ = [
-    "ActionStateStore",
-    "FlussActionStateStore",
-    "FlussStore",
-    "FlussStoreConfig",
-    "JournalStore",
-    "KafkaActionStateStore",
-    "KafkaStore",
-    "KafkaStoreConfig",
-    "MaintenanceStore",
-    "MemoryStore",
-    "NoStore",
-    "NoStoreConfig",
-    "Progress",
-    "ScannedRecord",
-    "SqliteStore",
-    "SqliteStoreConfig",
-    "StoreConfig",
-    "open_store",
-]
+    from actionjournal.stores.config import (
+        SqliteStoreConfig as SqliteStoreConfig,
+    )
+    from actionjournal.stores.config import (
+        StoreConfig as StoreConfig,
+    )
+    from actionjournal.stores.config import (
+        open_store as open_store,
+    )
+    from actionjournal.stores.fluss.config import (
+        FlussStoreConfig as FlussStoreConfig,
+    )
+    from actionjournal.stores.fluss.store import (
+        FlussActionStateStore as FlussActionStateStore,
+    )
+    from actionjournal.stores.fluss.store import (
+        FlussStore as FlussStore,
+    )
+    from actionjournal.stores.kafka.config import (
+        KafkaStoreConfig as KafkaStoreConfig,
+    )
+    from actionjournal.stores.kafka.store import (
+        KafkaActionStateStore as KafkaActionStateStore,
+    )
+    from actionjournal.stores.kafka.store import (
+        KafkaStore as KafkaStore,
+    )
+    from actionjournal.stores.memory import (
+        MemoryStore as MemoryStore,
+    )
+    from actionjournal.stores.none import (
+        NoStore as NoStore,
+    )
+    from actionjournal.stores.sqlite import (
+        SqliteStore as SqliteStore,
+    )
 
 _LAZY = {
     "actionjournal.stores.base": (
@@ -78,4 +91,5 @@ _LAZY = {
     "actionjournal.stores.none": ("NoStore",),
     "actionjournal.stores.sqlite": ("SqliteStore",),
 }
+__all__ = lazy_names(_LAZY)
 __getattr__ = lazy_attributes(__name__, _LAZY)

@@ -21,6 +21,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import Path
@@ -109,7 +110,9 @@ class SqliteStore(MaintenanceStore):
             (store_uid,) = self._db.execute("SELECT v FROM meta WHERE k = 'store_uid'").fetchone()
         except sqlite3.Error as exc:
             raise StoreError(
-                f"cannot open SQLite journal {self.path}: {exc}; check the path and its permissions"
+                f"cannot open SQLite journal {self.path}: {exc}; check the path and its "
+                f"permissions, and if the file is damaged, check it with `sqlite3 {self.path} "
+                "'PRAGMA integrity_check'` and restore it from a copy"
             ) from exc
         self.identity = StoreIdentity("sqlite", str(self.path.resolve()), store_uid)
         self._lock = threading.Lock()  # the connection
@@ -242,7 +245,7 @@ class SqliteStore(MaintenanceStore):
         self, namespace: str, operator_uid: str, key_id: str, after: Marker | None
     ) -> list[JournalRecord]:
         start = after.position if after is not None else -1
-        with self._lock:
+        with self._reading(f"the records of key id {key_id}"):
             (end,) = self._db.execute("SELECT COALESCE(MAX(pos), 0) FROM journal").fetchone()
             rows = self._db.execute(
                 "SELECT pos, body FROM journal WHERE namespace = ? AND operator_uid = ? "
@@ -256,7 +259,7 @@ class SqliteStore(MaintenanceStore):
         return store_options(self.codec, store="sqlite", path=self.identity.name)
 
     def earliest_position(self, key_id: str) -> int:
-        with self._lock:
+        with self._reading("its earliest position"):
             (low,) = self._db.execute("SELECT MIN(pos) FROM journal").fetchone()
             if low is None:  # empty: everything up to the last position ever used was deleted
                 row = self._db.execute("SELECT seq FROM sqlite_sequence WHERE name='journal'")
@@ -268,7 +271,7 @@ class SqliteStore(MaintenanceStore):
 
     def position_range(self, partition: int) -> tuple[int, int]:
         self._one_partition(partition)
-        with self._lock:
+        with self._reading("its position range"):
             (low, high) = self._db.execute("SELECT MIN(pos), MAX(pos) FROM journal").fetchone()
             if low is None:
                 row = self._db.execute("SELECT seq FROM sqlite_sequence WHERE name='journal'")
@@ -298,7 +301,7 @@ class SqliteStore(MaintenanceStore):
         last = start - 1
         decode = self.codec.decode
         while last < end - 1:
-            with self._lock:
+            with self._reading(f"rows after position {last}"):
                 rows = self._db.execute(query, (namespace, last, end, *extra)).fetchall()
             if not rows:
                 break
@@ -336,7 +339,7 @@ class SqliteStore(MaintenanceStore):
         self._one_partition(partition)
         match = "namespace = ? AND operator_uid = ? AND pos < ?"
         args = (namespace, operator_uid, position)
-        with self._lock:
+        with self._reading(f"the rows of namespace {namespace!r} below position {position}"):
             (total,) = self._db.execute(
                 f"SELECT COUNT(*) FROM journal WHERE {match}", args
             ).fetchone()
@@ -359,6 +362,20 @@ class SqliteStore(MaintenanceStore):
                 progress(deleted, max(total, deleted))
             if cursor.rowcount < _DELETE_BATCH:
                 return deleted
+
+    @contextmanager
+    def _reading(self, what: str) -> Iterator[None]:
+        """Hold the connection for a read; SQLite's errors (a damaged page: "database disk
+        image is malformed") become a StoreError naming the journal and what to do."""
+        with self._lock:
+            try:
+                yield
+            except sqlite3.Error as exc:
+                raise StoreError(
+                    f"SQLite journal {self.path}: reading {what} failed: {exc}. If the file is "
+                    f"damaged, check it with `sqlite3 {self.path} 'PRAGMA integrity_check'` and "
+                    "restore it from a copy; until then runs that need it cannot recover"
+                ) from exc
 
     def _one_partition(self, partition: int) -> None:
         if partition != 0:

@@ -76,8 +76,8 @@ def aj_kafka_bootstrap() -> Iterator[str]:
         return
     if not _has_java():
         pytest.skip("no Kafka broker: set KAFKA_BOOTSTRAP, or install a JDK 17+ and Maven")
+    from actionjournal._maven import MavenError
     from actionjournal.dev.kafka import running_broker
-    from actionjournal.dev.maven import MavenError
 
     try:
         broker = running_broker()
@@ -116,8 +116,8 @@ def aj_fluss_bootstrap() -> Iterator[str]:
         return
     if not _has_java():
         pytest.skip("no Fluss cluster: set FLUSS_BOOTSTRAP, or install a JDK 17+ and Maven")
+    from actionjournal._maven import MavenError
     from actionjournal.dev.fluss import running_cluster
-    from actionjournal.dev.maven import MavenError
 
     cluster = running_cluster()
     try:

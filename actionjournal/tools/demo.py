@@ -190,8 +190,8 @@ def flink_demo(directory: Path, n: int, service: CountingService) -> tuple[dict,
     """Run the agent in a PyFlink job whose Python worker is killed once mid-run."""
     from pyflink.common import Types
 
-    from actionjournal.operator.config import AgentsConfig
-    from actionjournal.operator.flink import AgentsExecutionEnvironment
+    from actionjournal.flink.config import AgentsConfig
+    from actionjournal.flink.function import AgentsExecutionEnvironment
     from actionjournal.stores.config import SqliteStoreConfig, open_store
     from actionjournal.testing.crash import CrashOnce
     from actionjournal.testing.flink import JsonLines, local_env, paced_source

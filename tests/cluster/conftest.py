@@ -25,7 +25,7 @@ pytest.importorskip("confluent_kafka")
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from actionjournal.dev import maven
+import actionjournal._maven as maven
 from actionjournal.dev.flink import ClusterInfo, FlinkCluster
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -330,7 +330,7 @@ def write_local(out: Path, work: Path) -> None:
 def write_flink(out: Path, work: Path) -> None:
     """A job at parallelism 1 whose runs are held at ``ship`` is stopped with a savepoint while
     the paced source is part way through; restoring it finishes the pending runs and the rest."""
-    from actionjournal.operator.flink import stop_with_savepoint
+    from actionjournal.flink.function import stop_with_savepoint
     from actionjournal.testing.flink import local_env
     from tests.compat.agents import AppendTo
 

@@ -591,9 +591,11 @@ def test_run_journal_length_fails_past_the_limit_also_after_a_restart():
     runner = run(ManyCalls(5), store, [("bob", 1)], config)
     cause = runner.failure.__cause__
     assert isinstance(cause, RunJournalTooLongError)
-    assert "record #5" in str(cause) and "journal.max_run_records=4" in str(cause)
+    assert "would journal 5 records" in str(cause) and "journal.max_run_records=4" in str(cause)
     assert "key 'bob'" in str(cause) and "action handle" in str(cause)
+    assert "was not run" in str(cause)
     assert len(store.entries) == 4  # the fifth record was refused
+    assert CALLS == [f"call-{i}" for i in range(4)]  # the fifth call never ran: no room
     hits = {k: v for k, v in nonzero(runner.metrics).items() if "guard" in k}
     assert hits == {
         "actionjournal_guard_hits_total{guard=run_records,level=warn}": 1,
@@ -604,6 +606,7 @@ def test_run_journal_length_fails_past_the_limit_also_after_a_restart():
     assert isinstance(again.failure.__cause__, RunJournalTooLongError)
     assert again.metrics.value("actionjournal_calls_total", outcome="replayed") == 4
     assert len(store.entries) == 4
+    assert CALLS == [f"call-{i}" for i in range(4)]  # nor after the restart
 
 
 def test_guard_settings_are_validated_with_their_names():

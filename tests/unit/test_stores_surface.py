@@ -34,9 +34,9 @@ def test_stores_all_is_pinned_and_every_name_resolves():
 
 
 def test_old_names_and_paths_are_the_new_ones():
-    from actionjournal.stores.fluss_config import FlussStoreConfig
+    from actionjournal.stores.fluss.config import FlussStoreConfig
     from actionjournal.stores.kafka import KafkaActionStateStore
-    from actionjournal.stores.kafka_config import KafkaStoreConfig
+    from actionjournal.stores.kafka.config import KafkaStoreConfig
 
     assert KafkaActionStateStore is stores.KafkaStore
     assert stores.FlussActionStateStore is stores.FlussStore

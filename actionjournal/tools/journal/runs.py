@@ -53,6 +53,7 @@ class _Action:
     records: int = 0
     size: int = 0
     first_at: float | None = None
+    name: str | None = None  # from any of its records that carries it (calls do, format 2)
 
 
 @dataclass
@@ -124,6 +125,7 @@ def _add_to_action(run: Run, record: Any, size: int, started: float | None) -> N
         action = run.actions[record.action_id] = _Action(record.action_id)
     action.records += 1
     action.size += size
+    action.name = getattr(record, "action", None) or action.name
     if started is not None and (action.first_at is None or started < action.first_at):
         action.first_at = started
     if isinstance(record, ActionCompleted):
@@ -219,7 +221,7 @@ def run_doc(run: Run, values: ValueCodec) -> RunDoc:
         actions.append(
             ActionDoc(
                 action_id=action.action_id,
-                action=completed.action if completed else None,
+                action=action.name,
                 status="completed" if completed else "incomplete",
                 started_at=action.first_at,
                 completed_at=completed.at if completed else None,

@@ -39,9 +39,9 @@ from pyflink.datastream.connectors.kafka import (
 )
 from pyflink.java_gateway import get_gateway
 
-from actionjournal.dev import maven
-from actionjournal.operator import javac
-from actionjournal.operator.flink import AgentJob, AgentOutput
+import actionjournal._maven as maven
+from actionjournal.flink import javac
+from actionjournal.flink.function import AgentJob, AgentOutput
 
 __all__ = [
     "EVENT_ID_HEADER",

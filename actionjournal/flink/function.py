@@ -5,11 +5,11 @@ in Flink keyed state, so checkpoints and savepoints carry sequence numbers,
 pending inputs, memory and recovery markers. PyFlink gives Python functions no
 snapshot hooks, so nothing here waits for a checkpoint and a checkpoint never
 waits for a run: runs execute on a background event loop (a key's queued inputs one
-after another, see :mod:`~actionjournal.operator.key_runs`), and timers collect finished
+after another, see :mod:`~actionjournal.flink.key_runs`), and timers collect finished
 runs on the element-processing thread, where state may be touched.
 
 A finished run is pushed: its key goes to the draining operator over a loopback
-socket (:mod:`~actionjournal.operator.wakeups`), which fires the key's timer at once.
+socket (:mod:`~actionjournal.flink.wakeups`), which fires the key's timer at once.
 A processing-time timer per busy key stays armed a second ahead all the same: Flink
 checkpoints timers, so it fires after a restore and resumes the key's pending runs
 through replay. Without the draining operator that timer also polls for finished
@@ -52,12 +52,12 @@ from actionjournal.durable.codec import RecordCodec
 from actionjournal.durable.errors import ConfigurationError, CorruptRecordError
 from actionjournal.durable.records import JournalBinding
 from actionjournal.durable.stats import MetricGroupMirror
-from actionjournal.operator import draining, javac
-from actionjournal.operator.config import AgentsConfig
+from actionjournal.flink import draining, javac
+from actionjournal.flink.config import AgentsConfig
+from actionjournal.flink.key_runs import KeyRuns
+from actionjournal.flink.wakeups import RunWakeups
 from actionjournal.operator.dead_letters import DeadLetter
 from actionjournal.operator.engine import AgentEngine, KeyState
-from actionjournal.operator.key_runs import KeyRuns
-from actionjournal.operator.wakeups import RunWakeups
 from actionjournal.stores.base import JournalStore
 from actionjournal.stores.config import open_store
 
@@ -244,7 +244,7 @@ class AgentFunction(KeyedProcessFunction):
         # kafka_source's inputs are KafkaMessage objects. A restored worker resumes pending
         # runs before any element arrives, and their journaled inputs decode only if the
         # class is defined here: the value codec never imports a module for journal bytes.
-        importlib.import_module("actionjournal.operator.kafka")
+        importlib.import_module("actionjournal.flink.kafka_io")
         self._state = runtime_context.get_state(
             ValueStateDescriptor("actionjournal.key_state", Types.PICKLED_BYTE_ARRAY())
         )
@@ -320,6 +320,7 @@ class AgentFunction(KeyedProcessFunction):
         self._thread.join(timeout=10)
         if self._wakeups is not None:
             self._wakeups.close()
+        self.engine.env.health.close()
         self.store.close()
         if self.config.stats_file:
             counts = self.engine.counts

@@ -139,6 +139,6 @@ def _pom(coords: list[tuple[str, ...]]) -> str:
 
 def _stamp_matches(dest: Path, expected: dict[str, list[str]]) -> bool:
     try:
-        return json.loads((dest / _STAMP).read_text()) == expected
+        return bool(json.loads((dest / _STAMP).read_text()) == expected)
     except (OSError, ValueError):
         return False

@@ -25,7 +25,7 @@ from pyflink.datastream import StreamExecutionEnvironment
 from pyflink.util.java_utils import add_jars_to_context_class_loader
 from pyflink.version import __version__ as PYFLINK_VERSION
 
-from actionjournal.dev.maven import cache_dir
+from actionjournal._maven import cache_dir
 
 __all__ = ["JavaUnavailable", "compiled_jar", "ship"]
 

@@ -9,7 +9,7 @@ whose new pending input was in that bundle is never resumed (unless it gets more
 after the flush, and hands timers to Python without their timestamp so that outputs do
 not carry a timer's time; with ``RunWakeups.java`` it also takes the keys of finished runs
 from the Python function and fires their timers at once (:mod:`actionjournal.operator.
-wakeups`). Both are compiled on demand (:mod:`actionjournal.operator.javac`).
+wakeups`). Both are compiled on demand (:mod:`actionjournal.flink.javac`).
 
 Without a JDK, the binding falls back to one element per bundle (a bundle of one finishes
 inside processElement, so its timers are registered before the next barrier is read):
@@ -24,7 +24,7 @@ from typing import Any
 from pyflink.datastream import DataStream, KeyedStream, StreamExecutionEnvironment
 from pyflink.java_gateway import get_gateway
 
-from actionjournal.operator import javac
+from actionjournal.flink import javac
 
 SOURCE = Path(__file__).with_name("DrainingKeyedProcessOperator.java")
 COMPANIONS = [SOURCE.with_name(name) for name in ("RunWakeups.java", "KeyByProcessOperator.java")]
