@@ -31,6 +31,7 @@ class Made:
     runner: LocalRunner  # the orders job (its keyed state knows the dead-lettered runs)
     store: SqliteStore
     crash_calls: dict[str, int]  # what the counting service saw, crash and restore included
+    snapshot: Path  # the checkout job's checkpoint (a LocalRunner snapshot) after ann's run
 
 
 def make_journal(directory: Path) -> Made:
@@ -42,6 +43,8 @@ def make_journal(directory: Path) -> Made:
         sc.start()
         sc.run([("ann", "o-1")])
         cp = sc.checkpoint()
+        snapshot = directory / "checkout.snapshot"
+        snapshot.write_bytes(cp.path.read_bytes())
         step = sc.crash([("bob", "o-2")], at="before:CallFinished:2")
         assert step.crashed
         sc.restore(cp)
@@ -57,4 +60,4 @@ def make_journal(directory: Path) -> Made:
     ]
     asyncio.run(runner.run(inputs))
     assert len(runner.dead_letters) == 2
-    return Made(journal, flag, runner, store, calls)
+    return Made(journal, flag, runner, store, calls, snapshot)

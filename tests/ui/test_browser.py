@@ -79,7 +79,7 @@ def test_the_explorer_in_a_browser(made, start_ui, browser, aj_kafka_bootstrap, 
     server = start_ui(
         made.journal, "--allow-actions", "--redrive-topic", topic, "--redrive-bootstrap",
         aj_kafka_bootstrap, "--redact", "input.card_number", "--redact", "event.card_number",
-        "--agent", "tests.ui.agents:Checkout",
+        "--agent", "tests.ui.agents:Checkout", "--checkpoints", str(made.snapshot),
     )  # fmt: skip
     page = browser.new_page(viewport={"width": 1400, "height": 900})
 
@@ -121,6 +121,10 @@ def test_the_explorer_in_a_browser(made, start_ui, browser, aj_kafka_bootstrap, 
         page.goto(f"{server.url}/{name}")
         assert page.locator("main h1").count() == 1
         shot(name)
+    page.click("a#cleanup")
+    page.wait_for_url("**cleanup=1**")
+    assert "Cleanup would delete" in page.locator("main").inner_text()
+    shot("health-cleanup")
 
     made.flag.touch()  # the payment service is back
     stop, done = threading.Event(), []

@@ -17,7 +17,7 @@ from actionjournal.durable.values import ValueCodec
 from actionjournal.operator.dead_letters import DeadLetter
 from actionjournal.tools.toolkit import ToolError
 from actionjournal.tools.ui import journal as jr
-from actionjournal.tools.ui.indexer import RETRYING, decode_calls
+from actionjournal.tools.ui.indexer import FINISHED, RETRYING, decode_calls
 from actionjournal.tools.ui.queries import NotFound, RunRow, run_row
 from actionjournal.tools.ui.values import Shown
 
@@ -124,11 +124,13 @@ def _letter(
     if state is not None:
         for call in decode_calls(state[0]).values():
             if call.attempts_failed or call.error:
+                last = "the last error" if call.state != FINISHED else "an earlier attempt's error"
                 history.append(
                     Attempt(
                         f"call {call.function_id} #{call.index} of {call.action or '?'}: "
                         f"{call.attempt + 1} attempt(s), {call.state}"
-                        + (" (waiting to retry)" if call.state == RETRYING else ""),
+                        + (" (waiting to retry)" if call.state == RETRYING else "")
+                        + (f"; {last}" if call.error else ""),
                         call.at,
                         f"{call.error_type}: {shown.cut(call.error)}" if call.error else "",
                     )

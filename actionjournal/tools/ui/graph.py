@@ -14,7 +14,7 @@ import msgspec
 
 from actionjournal.tools.ui.explorer import Explorer
 
-COLUMN = 240
+COLUMN = 320
 ROW = 90
 
 
@@ -67,7 +67,7 @@ def graph(explorer: Explorer) -> GraphDoc:
         found = executions.get(action)
         if found is None or found[2] <= found[1]:
             return None
-        return round(n / ((found[2] - found[1]) / 60), 3)
+        return round(n / ((found[2] - found[1]) / 60), 1)
 
     nodes: dict[str, Node] = {}
     edges: dict[tuple[str, str], Edge] = {}

@@ -133,8 +133,12 @@ def _checkpoints(
         return info, None
     try:
         with explorer.store_lock:
-            plan = make_plan(explorer.store, journal.config, journal.namespace,
-                             journal.operator_uid, state)  # fmt: skip
+            operator = (
+                state.info.operator_uid
+                if isinstance(state.info, SnapshotState)
+                else journal.operator_uid
+            )
+            plan = make_plan(explorer.store, journal.config, journal.namespace, operator, state)
     except ToolError as exc:
         return info, {"error": str(exc)}
     doc = msgspec.to_builtins(plan)

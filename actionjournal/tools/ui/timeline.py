@@ -69,6 +69,7 @@ class Restart(msgspec.Struct):
     settled_calls: list[str]  # started without an outcome: reconciled or run again
     executed_records: int  # records written after it (until the next one)
     at: float | None = None  # when the first record after it was written
+    ran_again: list[str] = []  # calls with an outcome before it that ran again after it
 
 
 class CallSummary(msgspec.Struct):
@@ -112,6 +113,7 @@ class Builder:
     action_names: dict[str, str] = field(default_factory=dict)  # action id -> name
     action_start: dict[str, float] = field(default_factory=dict)
     last_attempt_end: dict[str, float] = field(default_factory=dict)  # call lane -> when
+    action_last: dict[str, float] = field(default_factory=dict)  # action id -> latest record
 
     def add(self, item: jr.Scanned, lane: str, title: str, **details: Any) -> Entry:
         self.lanes.setdefault(lane, None)
@@ -180,7 +182,13 @@ def _call_started(record: CallStarted, item: jr.Scanned, b: Builder) -> None:
 @renders(CallAttemptFailed)
 def _attempt_failed(record: CallAttemptFailed, item: jr.Scanned, b: Builder) -> None:
     lane = b.call_lane(record)
-    start = b.last_attempt_end.get(lane) or b.action_start.get(record.action_id) or record.at
+    start = max(
+        b.last_attempt_end.get(lane, 0.0),
+        b.action_last.get(record.action_id, 0.0),
+        b.action_start.get(record.action_id, 0.0),
+    )
+    start = start if 0 < start <= record.at else record.at
+    b.action_last[record.action_id] = record.at
     b.bar(lane, "failed", f"attempt {record.attempt + 1} failed", min(start, record.at), record.at)
     if record.retry_at is not None:
         b.bar(lane, "backoff", "backoff", record.at, record.retry_at)
@@ -210,6 +218,7 @@ def _call_finished(record: CallFinished, item: jr.Scanned, b: Builder) -> None:
     else:
         kind, what = "attempt", "returned"
     b.bar(lane, kind, f"attempt {record.attempt + 1}", start, record.at)
+    b.action_last[record.action_id] = record.at
     details: dict[str, Any] = {"call_id": record.call_id, "duration_s": record.duration}
     if record.error is not None:
         details["error"] = b.shown.error(record.error)
@@ -369,6 +378,7 @@ def _restarts(items: list[jr.Scanned], b: Builder) -> list[Restart]:
             found.setdefault(after, (kind, why))
     boundaries = sorted(found)
     restarts = []
+    ran_again: dict[int, list[str]] = {}
     for number, boundary in enumerate(boundaries, start=1):
         kind, evidence = found[boundary]
         completed = {
@@ -377,18 +387,33 @@ def _restarts(items: list[jr.Scanned], b: Builder) -> list[Restart]:
             if item.position < boundary and isinstance(item.record, ActionCompleted)
         }
         actions, calls, settled = [], [], []
+        following = boundaries[number] if number < len(boundaries) else None
+        again = {
+            (i.record.action_id, i.record.index)
+            for i in records
+            if i.position >= boundary
+            and (following is None or i.position < following)
+            and isinstance(i.record, (CallStarted, CallFinished, CallAttemptFailed))
+        }
         for item in records:
             if item.position >= boundary:
                 break
             record = item.record
             if isinstance(record, ActionCompleted):
                 actions.append(record.action)
-            elif isinstance(record, CallFinished) and record.action_id not in completed:
+            elif (
+                isinstance(record, CallFinished)
+                and record.action_id not in completed
+                and (record.action_id, record.index) not in again
+            ):
                 calls.append(f"{record.function_id} #{record.index}")
+            elif isinstance(record, CallFinished) and record.action_id not in completed:
+                ran_again.setdefault(number, []).append(f"{record.function_id} #{record.index}")
         for item in records:
+            if kind != "restart":
+                break
             if item.position == boundary and isinstance(item.record, (CallStarted, CallFinished)):
                 settled.append(f"{item.record.function_id} #{item.record.index}")
-        following = boundaries[number] if number < len(boundaries) else None
         executed = sum(
             1
             for item in records
@@ -396,20 +421,39 @@ def _restarts(items: list[jr.Scanned], b: Builder) -> list[Restart]:
         )
         at = next((getattr(i.record, "at", None) for i in records if i.position == boundary), None)
         restarts.append(
-            Restart(number, boundary, kind, evidence, actions, calls, settled, executed, at)
+            Restart(
+                number,
+                boundary,
+                kind,
+                evidence,
+                actions,
+                calls,
+                settled,
+                executed,
+                at,
+                sorted(set(ran_again.get(number, []))),
+            )
         )
-    last = boundaries[-1] if boundaries else None
+    slots: dict[tuple[str, int], list[int]] = {}
+    for item in records:
+        if isinstance(item.record, (CallStarted, CallFinished, CallAttemptFailed)):
+            slots.setdefault((item.record.action_id, item.record.index), []).append(item.position)
+    done_actions = [i for i in records if isinstance(i.record, ActionCompleted)]
     for entry in b.entries:
         entry.restart = sum(1 for boundary in boundaries if entry.position >= boundary)
-        # Journaled outcomes before a restart come back from the journal after it.
-        entry.replayed = (
-            last is not None
-            and entry.position < last
-            and entry.kind
-            in (
-                "ActionCompleted",
-                "CallFinished",
-            )
+        later = [boundary for boundary in boundaries if boundary > entry.position]
+        if not later or entry.kind not in ("ActionCompleted", "CallFinished"):
+            continue
+        if entry.kind == "ActionCompleted":
+            entry.replayed = True
+            continue
+        # A journaled outcome comes back from the journal after a restart, unless the call
+        # has records after it (a re-drive retried it, or it ran again).
+        record = next(i.record for i in records if i.position == entry.position)
+        positions = slots.get((record.action_id, record.index), [])
+        entry.replayed = not any(p > entry.position for p in positions) or any(
+            a.record.action_id == record.action_id and entry.position < a.position < later[0]
+            for a in done_actions
         )
     return restarts
 
