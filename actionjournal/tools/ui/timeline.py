@@ -438,7 +438,9 @@ def _restarts(items: list[jr.Scanned], b: Builder) -> list[Restart]:
     for item in records:
         if isinstance(item.record, (CallStarted, CallFinished, CallAttemptFailed)):
             slots.setdefault((item.record.action_id, item.record.index), []).append(item.position)
-    done_actions = [i for i in records if isinstance(i.record, ActionCompleted)]
+    done_actions = [
+        (i.position, i.record.action_id) for i in records if isinstance(i.record, ActionCompleted)
+    ]
     for entry in b.entries:
         entry.restart = sum(1 for boundary in boundaries if entry.position >= boundary)
         later = [boundary for boundary in boundaries if boundary > entry.position]
@@ -449,11 +451,11 @@ def _restarts(items: list[jr.Scanned], b: Builder) -> list[Restart]:
             continue
         # A journaled outcome comes back from the journal after a restart, unless the call
         # has records after it (a re-drive retried it, or it ran again).
-        record = next(i.record for i in records if i.position == entry.position)
-        positions = slots.get((record.action_id, record.index), [])
+        call: Any = next(i.record for i in records if i.position == entry.position)
+        positions = slots.get((call.action_id, call.index), [])
         entry.replayed = not any(p > entry.position for p in positions) or any(
-            a.record.action_id == record.action_id and entry.position < a.position < later[0]
-            for a in done_actions
+            action_id == call.action_id and entry.position < position < later[0]
+            for position, action_id in done_actions
         )
     return restarts
 
