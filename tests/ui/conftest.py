@@ -51,13 +51,16 @@ class Server:
 def start_ui(tmp_path: Path) -> Iterator[Callable[..., Server]]:
     started: list[subprocess.Popen] = []
 
-    def start(journal: Path, *args: str, token: str | None = None) -> Server:
+    def start(journal: Path | list[str], *args: str, token: str | None = None) -> Server:
+        """``journal``: a SQLite file, or the store options of another journal."""
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         if token:
             args = (*args, "--token", token)
         proc = subprocess.Popen(
-            [sys.executable, "-m", "actionjournal.tools.cli", "ui", "--store", "sqlite",
-             "--path", str(journal), "--port", "0", "--poll", "0.2",
+            [sys.executable, "-m", "actionjournal.tools.cli", "ui",
+             *(journal if isinstance(journal, list) else ["--store", "sqlite", "--path",
+                                                          str(journal)]),
+             "--port", "0", "--poll", "0.2",
              "--index", str(tmp_path / f"index-{len(started)}.sqlite"), *args],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT,
         )  # fmt: skip
