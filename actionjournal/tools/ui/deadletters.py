@@ -17,8 +17,8 @@ from actionjournal.durable.values import ValueCodec
 from actionjournal.operator.dead_letters import DeadLetter
 from actionjournal.tools.toolkit import ToolError
 from actionjournal.tools.ui import journal as jr
-from actionjournal.tools.ui.indexer import FINISHED, RETRYING, decode_calls
 from actionjournal.tools.ui.queries import NotFound, RunRow, run_row
+from actionjournal.tools.ui.tally import FINISHED, RETRYING, decode_calls
 from actionjournal.tools.ui.values import Shown
 
 REDRIVE_HEADER = "actionjournal-dead-letter"

@@ -20,7 +20,7 @@ import msgspec
 from actionjournal.durable.identity import key_id as make_key_id
 from actionjournal.tools.toolkit import UsageError, parse_time
 from actionjournal.tools.ui.index import id_range
-from actionjournal.tools.ui.indexer import STATUSES
+from actionjournal.tools.ui.tally import STATUSES
 
 PAGE = 50
 MAX_PAGE = 500

@@ -16,8 +16,8 @@ from actionjournal.tools.ui import journal as jr
 from actionjournal.tools.ui import queries
 from actionjournal.tools.ui.deadletters import LetterDoc, letters
 from actionjournal.tools.ui.explorer import Explorer
-from actionjournal.tools.ui.indexer import OPEN, RETRYING, STATUSES, decode_calls
 from actionjournal.tools.ui.queries import BadRequest, RunFilter, RunRow, RunsPage
+from actionjournal.tools.ui.tally import OPEN, RETRYING, STATUSES, decode_calls
 from actionjournal.tools.ui.timeline import Timeline, build_timeline
 
 
