@@ -4,8 +4,8 @@ record into its run, write what changed in one transaction per batch.
 Records come from the store's read side (:func:`.journal.scan`, the scan ``journal
 inspect`` uses); :mod:`.tally` folds the decoded records into per-run tallies and
 :mod:`.writer` commits them. Runs still open stay in memory between batches; a run met
-again after it ended (a re-drive) is loaded back from the index. Following a journal live is calling :meth:`Indexer.catch_up`
-again: it reads only what was appended since.
+again after it ended (a re-drive) is loaded back from the index. Following a journal live
+is calling :meth:`Indexer.catch_up` again: it reads only what was appended since.
 """
 
 from __future__ import annotations

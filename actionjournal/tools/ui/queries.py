@@ -7,8 +7,6 @@ with 400 by the API.
 
 from __future__ import annotations
 
-import ast
-import json
 import re
 import sqlite3
 from collections.abc import Callable, Mapping
@@ -18,6 +16,7 @@ from typing import Any
 import msgspec
 
 from actionjournal.durable.identity import key_id as make_key_id
+from actionjournal.tools.journal.cli import _KEY_TYPES
 from actionjournal.tools.toolkit import UsageError, parse_time
 from actionjournal.tools.ui.index import id_range
 from actionjournal.tools.ui.tally import STATUSES
@@ -25,12 +24,7 @@ from actionjournal.tools.ui.tally import STATUSES
 PAGE = 50
 MAX_PAGE = 500
 _HEX = re.compile(r"^[0-9a-f]{6,32}$")
-KEY_TYPES: dict[str, Callable[[str], Any]] = {
-    "str": str,
-    "int": int,
-    "json": json.loads,
-    "literal": ast.literal_eval,
-}
+KEY_TYPES: dict[str, Callable[[str], Any]] = _KEY_TYPES  # as `journal inspect --key-type`
 
 
 class BadRequest(Exception):
@@ -68,30 +62,12 @@ class RunRow(msgspec.Struct):
 
 
 def run_row(row: sqlite3.Row) -> RunRow:
-    ended = row["ended_at"]
-    return RunRow(
-        id=row["id"],
-        operator_uid=row["operator_uid"],
-        key_id=row["key_id"],
-        epoch=row["epoch"],
-        seq=row["seq"],
-        partition=row["partition"],
-        status=row["status"],
-        first_at=row["first_at"],
-        last_at=row["last_at"],
-        ended_at=ended,
-        duration_s=(ended - row["first_at"]) if ended is not None else None,
-        actions=[a for a in row["actions"].split(",") if a],
-        calls=row["calls"],
-        attempts=row["attempts"],
-        records=row["records"],
-        bytes=row["bytes"],
-        error_type=row["error_type"],
-        error=row["error"],
-        dead_letters=row["dead_letters"],
-        failures=row["failures"],
-        open_calls=row["open_calls"],
-    )
+    """A runs row (its other columns, when joined, are left out)."""
+    data = dict(zip(row.keys(), row, strict=True))
+    ended = data["ended_at"]
+    data["duration_s"] = (ended - data["first_at"]) if ended is not None else None
+    data["actions"] = [a for a in data["actions"].split(",") if a]
+    return RunRow(**{name: data[name] for name in RunRow.__struct_fields__})
 
 
 @dataclass(frozen=True)
