@@ -71,8 +71,9 @@ def bench_first_page(records: int = 1_000_000, rounds: int = 7) -> dict:
             proc.wait(30)
     o, b = statistics.median(ours) * 1000, statistics.median(base) * 1000
     print(
-        f"ui: first runs page on {written} records: {o:.1f} ms (rounds {[round(x * 1000, 1) for x in ours]}),"
-        f" raw SELECT of the same 50 runs' records {b:.1f} ms"
+        f"ui: first runs page on {written} records: {o:.1f} ms (rounds "
+        f"{[round(x * 1000, 1) for x in ours]}), raw SELECT of the same 50 runs' records "
+        f"{b:.1f} ms"
     )
     return entry("ui.runs.first_page", "ms", o, b, 5)
 
@@ -139,8 +140,9 @@ def bench_index_kafka(bootstrap: str, records: int = 200_000, keys: int = 1_000)
             assert got == written
     o, b = written / statistics.median(ours_s), written / statistics.median(base_s)
     print(
-        f"ui: indexed {written} Kafka records at {o:,.0f}/s (rounds {[round(x, 2) for x in ours_s]} s); "
-        f"recovery read {b:,.0f}/s (rounds {[round(x, 2) for x in base_s]} s)"
+        f"ui: indexed {written} Kafka records at {o:,.0f}/s (rounds "
+        f"{[round(x, 2) for x in ours_s]} s); recovery read {b:,.0f}/s (rounds "
+        f"{[round(x, 2) for x in base_s]} s)"
     )
     return entry("ui.index.kafka", "records/s", o, b, 0.5)
 
