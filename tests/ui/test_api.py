@@ -250,15 +250,30 @@ def test_plan_prints_the_agent_graph_as_json():
     assert bad.returncode == 1 and "not an actionjournal Agent" in bad.stderr
 
 
-def test_index_resumes_where_it_stopped(made, tmp_path):
+def test_index_resumes_where_it_stopped(made, tmp_path, monkeypatch):
+    import sqlite3
+
     from actionjournal.durable.codec import RecordCodec
     from actionjournal.stores.config import SqliteStoreConfig
-    from actionjournal.tools.ui.indexer import build
+    from actionjournal.tools.ui import indexer
     from actionjournal.tools.ui.journal import Journal
 
     journal = Journal(SqliteStoreConfig(path=str(made.journal)), RecordCodec(), "default", None)
-    index = tmp_path / "index.sqlite"
-    first, _ = build(journal, index)
-    again, _ = build(journal, index)
-    assert first > 0 and again == 0
-    assert Path(index).exists()
+
+    def rows(index: Path) -> list[tuple]:
+        with sqlite3.connect(index) as db:
+            return db.execute(
+                "SELECT operator_uid, key_id, seq, status, calls, attempts, records, actions, "
+                "error_type, open_calls FROM runs ORDER BY key_id, seq"
+            ).fetchall()
+
+    whole = tmp_path / "whole.sqlite"
+    first, _ = indexer.build(journal, whole)
+    again, _ = indexer.build(journal, whole)
+    assert first > 0 and again == 0  # the second build resumes at the end: nothing to read
+    # Written every 3 records, runs cross batches and are loaded back from the index: the
+    # same rows as in one batch.
+    monkeypatch.setattr(indexer, "BATCH", 3)
+    small = tmp_path / "small.sqlite"
+    assert indexer.build(journal, small)[0] == first
+    assert rows(small) == rows(whole) and len(rows(whole)) == 5

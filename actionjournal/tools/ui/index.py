@@ -52,16 +52,13 @@ CREATE TABLE IF NOT EXISTS runs (
     failures INTEGER NOT NULL,
     open_calls INTEGER NOT NULL -- calls started without an outcome, or waiting to retry
 );
-CREATE INDEX IF NOT EXISTS runs_recent ON runs (first_at DESC, id DESC);
-CREATE INDEX IF NOT EXISTS runs_key ON runs (key_id, seq);
-CREATE INDEX IF NOT EXISTS runs_status ON runs (status, first_at DESC, id DESC);
 CREATE TABLE IF NOT EXISTS run_state (
     run INTEGER PRIMARY KEY,
     positions BLOB NOT NULL,    -- int64 positions of the run's records, in order
     calls BLOB NOT NULL         -- msgpack: the state of each call (see indexer.CallState)
 );
 -- call and event ids, by their first 60 bits (id_key): a prefix of an id is a range
-CREATE TABLE IF NOT EXISTS ids (h INTEGER PRIMARY KEY, run INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS ids (h INTEGER NOT NULL, run INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS failures (
     partition INTEGER NOT NULL,
     position INTEGER NOT NULL,
@@ -74,7 +71,6 @@ CREATE TABLE IF NOT EXISTS failures (
     input BLOB NOT NULL,
     PRIMARY KEY (partition, position)
 );
-CREATE INDEX IF NOT EXISTS failures_run ON failures (run);
 CREATE TABLE IF NOT EXISTS types (
     partition INTEGER NOT NULL, type TEXT NOT NULL, records INTEGER NOT NULL,
     bytes INTEGER NOT NULL, PRIMARY KEY (partition, type)
@@ -99,6 +95,23 @@ CREATE TABLE IF NOT EXISTS sent (
     n INTEGER NOT NULL, PRIMARY KEY (operator_uid, action, event_type)
 );
 """
+
+
+# Made once the first pass is read (sorting what is there beats inserting into B-trees row
+# by row); from then on kept up as rows come.
+INDEXES = """
+CREATE INDEX IF NOT EXISTS runs_recent ON runs (first_at DESC, id DESC);
+CREATE INDEX IF NOT EXISTS runs_key ON runs (key_id, seq);
+CREATE INDEX IF NOT EXISTS runs_status ON runs (status, first_at DESC, id DESC);
+CREATE INDEX IF NOT EXISTS failures_run ON failures (run);
+CREATE INDEX IF NOT EXISTS ids_h ON ids (h);
+"""
+
+
+def indexed(db: sqlite3.Connection) -> bool:
+    """Whether the index's own indexes exist (not on a first pass)."""
+    found = db.execute("SELECT 1 FROM sqlite_master WHERE name = 'runs_key'").fetchone()
+    return found is not None
 
 
 def default_path(identity: StoreIdentity, namespace: str, operator_uid: str | None) -> Path:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
+from array import array
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ from actionjournal.durable.records import (
     UpgradeSkipped,
 )
 from actionjournal.tools.ui import journal as jr
-from actionjournal.tools.ui.index import open_index
+from actionjournal.tools.ui.index import INDEXES, indexed, open_index
 from actionjournal.tools.ui.tally import (
     COMPLETED,
     DEAD_LETTERED,
@@ -76,6 +77,9 @@ class Indexer:
         self._next_id = last + 1
         self.lock = threading.Lock()
         self._writer = Writer(self.db)
+        # A first pass writes no secondary index (made at its end): every key it meets is
+        # new to the index, so none is looked up there.
+        self._first_pass = not indexed(self.db)
         self.records_indexed = 0
         self.caught_up_at: float | None = None
         self.error: str | None = None  # the last catch-up's failure, for the pages to show
@@ -93,6 +97,7 @@ class Indexer:
             read = 0
             for partition in jr.partitions(self.store):
                 read += self._partition(partition)
+            self._end_first_pass()
             self.caught_up_at = time.time()
             self.error = None
             return read
@@ -115,7 +120,6 @@ class Indexer:
             self._progress(partition, max(start, high), low, high)
             return 0
         skipped: list[jr.Unreadable] = []
-        types, growth = self._batch.types, self._batch.growth
         live = self.live
         read = 0
         position = start
@@ -124,41 +128,32 @@ class Indexer:
             read += 1
             record = item.record
             if record is None:  # another namespace or operator: counted, never decoded
-                tally = types.setdefault((partition, "other namespace"), [0, 0])
+                tally = self._batch.types.setdefault("other namespace", [0, 0])
                 tally[0] += 1
                 tally[1] += item.size
+            elif record.key_id == CONTROL_KEY or isinstance(record, Quarantined):
+                self._control(partition, item)
             else:
-                name = type(record).__name__
-                counted = types.get((partition, name))
-                if counted is None:
-                    counted = types[(partition, name)] = [0, 0]
-                counted[0] += 1
-                counted[1] += item.size
-                at = getattr(record, "at", None)
-                if at is not None:
-                    hour = growth.get(int(at // 3600))
-                    if hour is None:
-                        hour = growth[int(at // 3600)] = [0, 0]
-                    hour[0] += 1
-                    hour[1] += item.size
-                if record.key_id == CONTROL_KEY or isinstance(record, Quarantined):
-                    self._control(partition, item)
-                else:
-                    ident = (item.operator_uid, record.key_id, record.epoch, record.seq)
-                    run = live.get(ident)
-                    if run is None:
-                        run = self._run(ident, partition)
-                    self._dirty[run.id] = run
-                    fold(run, item, record, self._batch)
+                ident = (item.operator_uid, record.key_id, record.epoch, record.seq)
+                run = live.get(ident)
+                if run is None:
+                    run = self._run(ident, partition)
+                self._dirty[run.id] = run
+                fold(run, item, record, self._batch)
             if read % BATCH == 0:
                 self._unreadable(skipped)
                 self._write(partition, position, low, high)
-                types, growth = self._batch.types, self._batch.growth
         self._unreadable(skipped)
         self._write(partition, max(position, high), low, high)
         self._writer.drain()
         self.records_indexed += read
         return read
+
+    def _end_first_pass(self) -> None:
+        if self._first_pass:
+            self._writer.drain()
+            self.db.executescript(INDEXES)
+            self._first_pass = False
 
     def _unreadable(self, skipped: list[jr.Unreadable]) -> None:
         for bad in skipped:
@@ -169,6 +164,9 @@ class Indexer:
 
     def _control(self, partition: int, item: jr.Scanned) -> None:
         record = item.record
+        tally = self._batch.types.setdefault(type(record), [0, 0])
+        tally[0] += 1
+        tally[1] += item.size
         if isinstance(record, CleanupBoundary):
             text = f"cleanup deleted partition {record.partition} below {record.position}"
         elif isinstance(record, Quarantined):
@@ -192,7 +190,10 @@ class Indexer:
         uid, key_id, epoch, seq = ident
         key = (uid, key_id, epoch)
         last = self._last_seq.get(key)
+        if last is None and self._first_pass and len(self._last_seq) <= LAST_SEQ_KEYS:
+            last = -1  # a key the first pass has not met: nothing of it is in the index
         if last is None:
+            self._end_first_pass()  # the lookups below need the index's indexes
             self._writer.drain()  # what the index says must include every batch folded
             if len(self._last_seq) > LAST_SEQ_KEYS:
                 self._last_seq.clear()  # bounded: forgetting costs a query per key
@@ -207,6 +208,7 @@ class Indexer:
             self._next_id += 1
             return run
         self._last_seq[key] = last
+        self._end_first_pass()
         self._writer.drain()
         row = self.db.execute(
             "SELECT runs.*, positions, run_state.calls FROM runs JOIN run_state "
@@ -227,7 +229,9 @@ class Indexer:
             run.completed = row[6] in (COMPLETED, REDRIVEN)
             run.last_failure_final = row[6] == DEAD_LETTERED
             run.after_failure = row[6] not in (DEAD_LETTERED, RUN_FAILED)
-            run.positions.frombytes(row[20])
+            positions = array("q")
+            positions.frombytes(row[20])
+            run.positions = positions.tolist()
             run.calls = decode_calls(row[21])
         self.live[ident] = run
         return run
@@ -243,14 +247,17 @@ class Indexer:
             (_UPSERT_RUN, [run.row() for run in runs]),
             (
                 "INSERT OR REPLACE INTO run_state VALUES (?, ?, ?)",
-                [(run.id, run.positions.tobytes(), encode_calls(run.calls)) for run in runs],
+                [(run.id, run.positions_blob(), encode_calls(run.calls)) for run in runs],
             ),
-            ("INSERT OR IGNORE INTO ids VALUES (?, ?)", batch.ids),
+            ("INSERT INTO ids VALUES (?, ?)", batch.ids),
             ("INSERT OR REPLACE INTO failures VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", batch.failures),
             (
                 "INSERT INTO types VALUES (?, ?, ?, ?) ON CONFLICT DO UPDATE SET "
                 "records = records + excluded.records, bytes = bytes + excluded.bytes",
-                [(p, t, n, b) for (p, t), (n, b) in batch.types.items()],
+                [
+                    (partition, t if isinstance(t, str) else t.__name__, n, b)
+                    for t, (n, b) in batch.types.items()
+                ],
             ),
             (
                 "INSERT INTO growth VALUES (?, ?, ?) ON CONFLICT DO UPDATE SET "

@@ -80,7 +80,7 @@ def root_error(error: ErrorInfo) -> ErrorInfo:
     return error
 
 
-@dataclass
+@dataclass(slots=True)
 class RunTally:
     """One run as the index folds it."""
 
@@ -90,7 +90,7 @@ class RunTally:
     epoch: int
     seq: int
     partition: int
-    positions: array = field(default_factory=lambda: array("q"))
+    positions: list[int] = field(default_factory=list)
     calls: dict[str, CallState] = field(default_factory=dict)
     actions: set[str] = field(default_factory=set)
     first_at: float = 0.0
@@ -118,15 +118,18 @@ class RunTally:
     def ended(self) -> bool:
         return self.status in (COMPLETED, REDRIVEN, DEAD_LETTERED)
 
-    def open_calls(self) -> int:
-        if self.ended:
-            return 0
-        return sum(1 for c in self.calls.values() if c.state in OPEN)
-
-    def attempts(self) -> int:
-        return sum(c.attempt + 1 for c in self.calls.values() if c.state != DROPPED)
+    def positions_blob(self) -> bytes:
+        return array("q", self.positions).tobytes()
 
     def row(self) -> tuple[Any, ...]:
+        status = self.status
+        calls = attempts = still_open = 0
+        for call in self.calls.values():
+            if call.state != DROPPED:
+                calls += 1
+                attempts += call.attempt + 1
+                still_open += call.state in OPEN
+        ended = status in (COMPLETED, REDRIVEN, DEAD_LETTERED)
         return (
             self.id,
             self.operator_uid,
@@ -134,20 +137,20 @@ class RunTally:
             self.epoch,
             self.seq,
             self.partition,
-            self.status,
+            status,
             self.first_at,
             self.last_at,
             self.ended_at,
             "," + ",".join(sorted(self.actions)) + "," if self.actions else "",
-            sum(1 for c in self.calls.values() if c.state != DROPPED),
-            self.attempts(),
+            calls,
+            attempts,
             self.records,
             self.size,
             self.error_type,
             self.error,
             self.dead_letters,
             self.failures,
-            self.open_calls(),
+            0 if ended else still_open,
         )
 
 
@@ -157,7 +160,7 @@ class Batch:
     def __init__(self) -> None:
         self.ids: list[tuple[int, int]] = []
         self.failures: list[tuple[Any, ...]] = []
-        self.types: dict[tuple[int, str], list[int]] = {}
+        self.types: dict[type | str, list[int]] = {}  # record class (or a label): n, bytes
         self.growth: dict[int, list[int]] = {}
         self.control: list[tuple[Any, ...]] = []
         self.unreadable: list[tuple[Any, ...]] = []
@@ -167,18 +170,29 @@ class Batch:
 
 def fold(run: RunTally, item: jr.Scanned, record: Any, batch: Batch) -> None:
     """Add one record of ``run`` to it; what else it adds goes to ``batch``."""
+    kind = type(record)
+    size = item.size
+    counted = batch.types.get(kind)
+    if counted is None:
+        counted = batch.types[kind] = [0, 0]
+    counted[0] += 1
+    counted[1] += size
     run.positions.append(item.position)
     run.records += 1
-    run.size += item.size
+    run.size += size
     run.after_failure = True
     at = getattr(record, "at", None)
     if at is not None:
+        hour = batch.growth.get(int(at // 3600))
+        if hour is None:
+            hour = batch.growth[int(at // 3600)] = [0, 0]
+        hour[0] += 1
+        hour[1] += size
         started = at - record.duration if type(record) is CallFinished else at
         if not run.first_at or started < run.first_at:
             run.first_at = started
         if at > run.last_at:
             run.last_at = at
-    kind = type(record)
     if kind is CallFinished or kind is CallStarted or kind is CallAttemptFailed:
         _call(run, record, kind, batch)
     elif kind is ActionCompleted:
