@@ -50,7 +50,9 @@ class Guard:
         return hmac.new(self._csrf_key, b"csrf", hashlib.sha256).hexdigest()
 
     def csrf_ok(self, given: str | None) -> bool:
-        return bool(given) and hmac.compare_digest(given or "", self.csrf_token())
+        return bool(given) and hmac.compare_digest(
+            (given or "").encode(), self.csrf_token().encode()
+        )
 
     def token_ok(self, given: str | None) -> bool:
         if self.token is None:
@@ -79,7 +81,8 @@ class TokenMiddleware:
         bearer = header[7:].strip() if header.lower().startswith("bearer ") else None
         cookie = request.cookies.get(COOKIE)
         if self.guard.token_ok(bearer) or (
-            cookie is not None and hmac.compare_digest(cookie, self.guard.cookie_value())
+            cookie is not None
+            and hmac.compare_digest(cookie.encode(), self.guard.cookie_value().encode())
         ):
             await self.app(scope, receive, send)
             return
