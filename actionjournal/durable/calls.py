@@ -12,6 +12,7 @@ a change to what a call does is read and made in one place, next to how it is pe
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextvars
 import dataclasses
 import functools
@@ -27,6 +28,7 @@ import msgspec
 
 from actionjournal.durable.binding import check_binds
 from actionjournal.durable.config import JournalConfig, UnknownOutcomePolicy
+from actionjournal.durable.error_records import capture_error, rebuild_error
 from actionjournal.durable.errors import (
     ConfigurationError,
     DivergenceError,
@@ -35,7 +37,6 @@ from actionjournal.durable.errors import (
     ReconcileError,
     UnknownOutcomeError,
 )
-from actionjournal.durable.exceptions import capture_error, rebuild_error
 from actionjournal.durable.identity import (
     arguments_digest,
     bound_arguments,
@@ -65,6 +66,26 @@ Reconciler = Callable[[CallInfo], Any]  # returns an Outcome, or an awaitable of
 _current_call: contextvars.ContextVar[CallInfo | _Invoke | None] = contextvars.ContextVar(
     "actionjournal_current_call", default=None
 )
+
+
+# Set in a worker thread whose caller, an action's event loop, waits on it blocked: a blocking
+# call made there must not hand an async reconciler to that loop (it would wait forever).
+_loop_waits: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "actionjournal_loop_waits", default=False
+)
+
+
+def call_for_blocked_loop(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)`` in a worker thread while the calling thread, an event loop's,
+    waits for it: how a blocking durable call made in an ``async def`` action runs where such
+    calls are allowed (the Flink Agents face). Every run on that loop waits meanwhile."""
+
+    def run() -> Any:
+        _loop_waits.set(True)
+        return fn(*args, **kwargs)
+
+    with concurrent.futures.ThreadPoolExecutor(1, "actionjournal-blocking-call") as pool:
+        return pool.submit(contextvars.copy_context().run, run).result()
 
 
 def current_call() -> CallInfo | None:
@@ -210,7 +231,7 @@ class ActionCalls:
         recorded: RecordedAction,
         config: JournalConfig,
         values: ValueCodec,
-        counts: JournalMetrics,
+        metrics: JournalMetrics,
         redrive: int = 0,
     ) -> None:
         self.writer = writer
@@ -221,7 +242,7 @@ class ActionCalls:
         self.recorded = recorded
         self.config = config
         self.values = values
-        self.counts = counts
+        self.metrics = metrics
         self._next_index = 0
         w = writer
         self._call_id = call_ids(w.namespace, w.operator_uid, w.epoch, w.key_id, w.seq, action_id)
@@ -261,7 +282,7 @@ class ActionCalls:
                 "`await ctx.durable_execute_async(...)` for it"
             )
         gen = self._decide(fn, args, kwargs, opts)  # the index is taken now, at invocation
-        return _drive_sync(gen, self._loop, self._task)
+        return _drive_sync(gen, None if _loop_waits.get() else self._loop, self._task)
 
     def execute_async(
         self,
@@ -328,7 +349,7 @@ class ActionCalls:
             # letter: a new round of attempts, at once. Values still replay.
             attempt = round_start = recorded.next_attempt
         elif recorded is not None and recorded.finished is not None:
-            self.counts.call("replayed")  # never an execution, and no duration sample
+            self.metrics.call("replayed")  # never an execution, and no duration sample
             if recorded.finished.error is not None and recorded.finished.error.type == _CANCELLED:
                 yield _AwaitCancel(f"durable call {fid} #{index} of action {self.action_name}")
             return self._replay(recorded.finished, f"durable call {fid} (call id {cid})")
@@ -337,7 +358,7 @@ class ActionCalls:
         elif (recorded is not None and recorded.unknown) or (
             recorded is None and self.recorded.uncertain
         ):
-            self.counts.call("unknown")
+            self.metrics.call("unknown")
             if recorded is not None:
                 attempt, round_start = recorded.next_attempt, recorded.round_start
             if policy == "fail":
@@ -395,7 +416,7 @@ class ActionCalls:
                     wait = max(0.0, retry_at - time.time())
                     if wait > 0:
                         yield _Sleep(wait)
-                    self.counts.retry(wait)
+                    self.metrics.retry(wait)
                 if self.writer.health is not None:  # a journal that refused a write: stop
                     self.writer.health.check(f"durable call {fid} (call id {cid})")
                 if budget is not None:  # room for the outcome before the call runs
@@ -428,7 +449,7 @@ class ActionCalls:
             try:
                 value = yield _Invoke(self, fn, args, kwargs, opts, fid, cid, attempt)
             except asyncio.CancelledError as exc:
-                self.counts.call_executed(time.perf_counter() - clock)
+                self.metrics.call_executed(time.perf_counter() - clock)
                 if not self._action_stopping():  # the action cancelled it: journal what happened
                     yield booked(finish(None, exc, attempt))
                 raise
@@ -437,7 +458,7 @@ class ActionCalls:
                     budget.release(held)
                 raise
             except Exception as exc:
-                self.counts.call_executed(time.perf_counter() - clock)
+                self.metrics.call_executed(time.perf_counter() - clock)
                 tries = attempt - round_start + 1
                 retry = opts.retry or self.config.retry
                 if tries < retry.max_attempts and retry.retries(exc):
@@ -446,7 +467,7 @@ class ActionCalls:
                     yield booked(
                         self._attempt_failed(index, fid, digest, cid, opts, attempt, exc, retry_at)
                     )
-                    self.counts.attempt("retried")
+                    self.metrics.attempt("retried")
                     log.warning(
                         "durable call %s (call id %s) attempt %d of %d failed with %r; the next "
                         "attempt starts %.3g s after the failure",
@@ -454,7 +475,7 @@ class ActionCalls:
                     )  # fmt: skip
                     attempt += 1
                     continue
-                self.counts.attempt("failed")
+                self.metrics.attempt("failed")
                 what = (
                     f"durable call {fid} (call id {cid}), attempt {tries} of {retry.max_attempts}"
                 )
@@ -476,7 +497,7 @@ class ActionCalls:
                         "when the run does)"
                     )
                 raise
-            self.counts.call_executed(time.perf_counter() - clock, succeeded=True)
+            self.metrics.call_executed(time.perf_counter() - clock, succeeded=True)
             # Journal the result; one the journal cannot hold is the call's final failure
             # instead (journaled, so a replay raises it and never runs the call again).
             try:
@@ -507,7 +528,7 @@ class ActionCalls:
         ``limit`` since: no attempt is left, so its last failure ends the round without
         running it (journaled as its final outcome, or with ``record_failures=False`` as the
         round's end)."""
-        self.counts.attempt("failed")
+        self.metrics.attempt("failed")
         if opts.record_failures:
             record: JournalRecord = msgspec.structs.replace(
                 self._finish(
@@ -681,7 +702,7 @@ class ActionCalls:
     def _diverged(
         self, recorded: RecordedCall, index: int, fid: str, durable_id: str | None, digest: str
     ) -> Generator[_Effect, Any, None]:
-        self.counts.call("diverged")
+        self.metrics.call("diverged")
         head = recorded.head
         detail = (
             f"recorded: function={head.function_id} durable_id={head.durable_id} "
@@ -720,7 +741,7 @@ class ActionCalls:
             if isinstance(outcome, NotStarted):
                 return None
             if isinstance(outcome, Recovered):
-                self.counts.call("reconciled")
+                self.metrics.call("reconciled")
                 data, value = self.values.roundtrip(outcome.value, f"recovered result of {fid}")
                 now = time.time()
                 yield self._finish(
@@ -728,7 +749,7 @@ class ActionCalls:
                 )
                 return (value,)
             if isinstance(outcome, Failed):
-                self.counts.call("reconciled")
+                self.metrics.call("reconciled")
                 now = time.time()
                 error = outcome.error
                 yield self._finish(

@@ -133,6 +133,9 @@ class ActionCompleted(Record, frozen=True, tag="ac"):
     memory_ops: list[MemoryOp]
     outputs: list[EventData]
     at: float
+    # Lineage: the id of the event the action ran on; each of ``outputs`` came from it and
+    # this action. None: journaled before lineage was recorded (the journal still reads).
+    trigger_event_id: str | None = None
 
 
 class RunCompleted(Record, frozen=True, tag="rc"):

@@ -116,10 +116,11 @@ class ValueCodec:
         max_payload_bytes: int | None = None,
         payload_warn_bytes: int | None = None,
         observer: GuardObserver | None = None,
+        limit_reason: str | None = None,
     ) -> None:
         self.allow_pickle = allow_pickle
         self.max_payload_bytes = max_payload_bytes
-        self.limit_reason: str | None = None  # why the limit is lower than the setting
+        self.limit_reason = limit_reason  # why the limit is lower than the setting
         self.payload_warn_bytes = payload_warn_bytes
         self.observer = observer  # told of every guard hit (the engine's metrics)
         self._plain = msgspec.msgpack.Encoder().encode  # of trees made by _lower

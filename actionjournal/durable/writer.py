@@ -10,7 +10,7 @@ import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 from actionjournal.durable.errors import (
     ContextClosedError,
@@ -20,7 +20,8 @@ from actionjournal.durable.errors import (
 )
 from actionjournal.durable.guards import RunBudget
 from actionjournal.durable.records import JournalRecord, Marker, Record
-from actionjournal.durable.stats import JournalMetrics, appending
+from actionjournal.durable.stats import JournalMetrics
+from actionjournal.durable.store import Store
 
 R = TypeVar("R", bound=Record)
 T = TypeVar("T")
@@ -81,20 +82,13 @@ class JournalHealth:
                 self._executor = None
 
 
-class Appender(Protocol):
-    """The one thing the core needs of a store (stores depend on the core, not back); an
-    ``append_all(records)`` of its class, when it has one, commits several together."""
-
-    def append(self, record: JournalRecord) -> Marker: ...
-
-
 @dataclass
 class RunWriter:
     """Writes a run's records. :meth:`for_action` gives one action execution its own
     writer, which remembers whether any of its writes failed and refuses writes once
     the action finished (``close``)."""
 
-    store: Appender
+    store: Store
     namespace: str
     operator_uid: str
     epoch: int
@@ -163,27 +157,18 @@ class RunWriter:
             if self.budget is not None:
                 for record in records:
                     self.budget.take(record, reserved)
-            token = appending.set(self.metrics)
             try:
                 if len(records) == 1:
                     return [self.store.append(records[0])]
-                # Looked up on the class: a wrapper that forwards unknown attributes to the
-                # store it wraps (crash tests) must see every record through its own append.
-                append_all = getattr(type(self.store), "append_all", None)
-                if append_all is None:
-                    return [self.store.append(record) for record in records]
-                return list(append_all(self.store, records))
+                return self.store.append_all(records)
             except JournalWriteError as exc:
                 if self.health is not None:
                     self.health.refused(exc)
                 if self.metrics is not None:
-                    identity = getattr(self.store, "identity", None)
-                    self.metrics.append_failed(getattr(identity, "backend", "unknown"))
+                    self.metrics.append_failed(self.store.identity.backend)
                 if not context or isinstance(exc, RecordTooLargeError):  # says it all; handled
                     raise
                 raise JournalWriteError(f"{context}: {exc}") from exc
-            finally:
-                appending.reset(token)
         except RecordTooLargeError:
             raise  # never kept, and the caller journals what it does instead (a call: a failure)
         except Exception as exc:

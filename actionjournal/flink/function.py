@@ -52,20 +52,20 @@ from actionjournal.durable.codec import RecordCodec
 from actionjournal.durable.errors import ConfigurationError, CorruptRecordError
 from actionjournal.durable.records import JournalBinding
 from actionjournal.durable.stats import MetricGroupMirror
+from actionjournal.durable.store import Store
 from actionjournal.flink import draining, javac
 from actionjournal.flink.config import AgentsConfig
 from actionjournal.flink.key_runs import KeyRuns
 from actionjournal.flink.wakeups import RunWakeups
 from actionjournal.operator.dead_letters import DeadLetter
 from actionjournal.operator.engine import AgentEngine, KeyState
-from actionjournal.stores.base import JournalStore
-from actionjournal.stores.config import open_store
+from actionjournal.stores.factory import open_store
 
 END_OF_TIME = 2**63 - 1  # an event-time timer here fires when a bounded input ends
 BUNDLE_SIZE = "python.fn-execution.bundle.size"
 log = logging.getLogger(__name__)
 MAX_POLL_MS = 1000
-StoreFactory = Callable[[RecordCodec], JournalStore]
+StoreFactory = Callable[[RecordCodec], Store]
 SUPPORTED_PYFLINK = "2.3"  # the draining operator builds on PyFlink 2.3's internals (pyproject)
 DEAD_LETTERS = OutputTag("actionjournal-dead-letters", Types.PICKLED_BYTE_ARRAY())
 """The side output of dead-lettered runs (:class:`DeadLetter` objects); see
@@ -266,7 +266,7 @@ class AgentFunction(KeyedProcessFunction):
             runtime_context.get_job_parameter(DEAD_LETTERS_CONSUMED, "true") == "true"
         )
         # Calls are counted on worker threads; Flink counters are fed on this thread (sync).
-        self._metrics = MetricGroupMirror(self.engine.counts, runtime_context.get_metrics_group())
+        self._metrics = MetricGroupMirror(self.engine.metrics, runtime_context.get_metrics_group())
         self._loop = asyncio.new_event_loop()
         self._loop.set_default_executor(
             concurrent.futures.ThreadPoolExecutor(
@@ -312,7 +312,7 @@ class AgentFunction(KeyedProcessFunction):
             ) from None
         if not bindings and runtime_context.get_job_parameter(RESTORED, "") == "true" and first:
             log.warning(NO_BINDING, self.agent.operator_uid)
-        binding = self.engine.bind(bindings, audit=first)  # one subtask audits for all
+        binding = self.engine.restore.bind(bindings, audit=first)  # one subtask audits for all
         return msgspec.json.encode(binding).decode()
 
     def close(self) -> None:
@@ -323,7 +323,7 @@ class AgentFunction(KeyedProcessFunction):
         self.engine.env.health.close()
         self.store.close()
         if self.config.stats_file:
-            counts = self.engine.counts
+            counts = self.engine.metrics
             line = counts.as_dict() | {
                 name: int(counts.value(f"actionjournal_{name}_total"))
                 for name in ("run_wakeups", "run_polls")
@@ -352,7 +352,7 @@ class AgentFunction(KeyedProcessFunction):
         drain = ctx.time_domain() == TimeDomain.EVENT_TIME
         runs = self._runs.get(key_id)
         if runs is not None and not runs.has_results and not drain:
-            self.engine.counts.run_polled()
+            self.engine.metrics.run_polled()
             self._arm(ctx, key_id)  # still running: look again later, without touching state
             return
         state = self._load(key_id)
@@ -408,7 +408,7 @@ class AgentFunction(KeyedProcessFunction):
         if self._wakeups is not None and self._wakeups.alive:
             if wake:
                 self._wakeups.send(key_bytes, idle)
-            self.engine.counts.run_woken()  # reported: by its own push or one still out
+            self.engine.metrics.run_woken()  # reported: by its own push or one still out
         # A lost update between threads only blurs an estimate.
         self._typical_s += 0.2 * (time.monotonic() - started - self._typical_s)
 

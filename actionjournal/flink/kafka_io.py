@@ -230,13 +230,13 @@ def kafka_sink(
     # PyFlink's record serializer builder cannot put one field in the key and set headers.
     builder._j_builder.setRecordSerializer(messages.Writer(topic))
     records = stream.map(
-        Record(serialize or _default_serialize),
+        OutputRecord(serialize or _default_serialize),
         output_type=Types.ROW_NAMED(["key", "value", "event_id"], [_BYTES, _BYTES, Types.STRING()]),
     ).uid(f"{job.uid}-kafka-records-{topic}")
     return records.sink_to(builder.build()).uid(f"{job.uid}-kafka-sink-{topic}")
 
 
-class Record:
+class OutputRecord:
     """An agent output as the Row(key, value, event id) the Java writer takes."""
 
     def __init__(self, serialize: Callable[[Any], bytes]) -> None:

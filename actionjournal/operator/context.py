@@ -13,6 +13,7 @@ from actionjournal.durable.errors import ConfigurationError, ContextClosedError
 from actionjournal.durable.events import Event
 from actionjournal.durable.identity import event_id, function_id
 from actionjournal.durable.retry import RetryPolicy
+from actionjournal.durable.stats import JournalMetrics
 from actionjournal.operator.memory import Memory
 from actionjournal.reconcilers.registry import resolve
 
@@ -36,6 +37,11 @@ class RunnerContext:
         self._calls = calls
         self._sent = sent
         self._closed = False
+
+    @property
+    def metrics(self) -> JournalMetrics:
+        """The engine's metrics, for what an action counts itself (an agent loop's budget)."""
+        return self._calls.metrics
 
     def close(self) -> None:
         """The action finished: every later use of this context raises ContextClosedError."""

@@ -21,6 +21,7 @@ import logging
 import time
 from typing import Any
 
+from actionjournal.durable.error_records import capture_error
 from actionjournal.durable.errors import (
     ActionJournalError,
     RecordError,
@@ -29,7 +30,6 @@ from actionjournal.durable.errors import (
     RedriveError,
     StoreError,
 )
-from actionjournal.durable.exceptions import capture_error
 from actionjournal.durable.identity import input_digest
 from actionjournal.durable.records import ErrorInfo, RunFailed
 from actionjournal.durable.replay import KeyJournal, RecordedRun
@@ -37,7 +37,7 @@ from actionjournal.durable.values import type_name
 from actionjournal.durable.writer import RunWriter
 from actionjournal.operator.config import RunFailurePolicy
 from actionjournal.operator.dead_letters import DeadLetter
-from actionjournal.operator.run import Run, RunEnv, RunResult
+from actionjournal.operator.run import RunEnv, RunExecution, RunResult
 
 log = logging.getLogger(__name__)
 
@@ -107,18 +107,18 @@ class RunFailures:
             "on_run_failure='dead-letter'"
         )
 
-    async def failed(self, run: Run, recorded: RecordedRun, exc: Exception) -> RunResult:
+    async def failed(self, run: RunExecution, recorded: RecordedRun, exc: Exception) -> RunResult:
         """Apply the policy to ``run``'s failure: raise it, or dead-letter the run."""
-        counts = self.env.counts
+        metrics = self.env.metrics
         if not is_run_failure(exc) or self.policy == "fail":
-            counts.run("failed")
+            metrics.run("failed")
             raise exc
         final = self.policy == "dead-letter" or recorded.tries >= self.restarts
         marker = await self.env.health.run(self._journal, run, exc, final)
         if not final:
-            counts.run("failed")
+            metrics.run("failed")
             raise exc
-        counts.run("dead_lettered")
+        metrics.run("dead_lettered")
         letter = DeadLetter(
             key=run.key,
             seq=run.seq,
@@ -141,7 +141,7 @@ class RunFailures:
         )
         return RunResult([], run.short_term, marker, letter)
 
-    def _journal(self, run: Run, exc: Exception, final: bool) -> Any:
+    def _journal(self, run: RunExecution, exc: Exception, final: bool) -> Any:
         # Not through the run's length budget: a run that failed for its length must
         # still say so in the journal.
         writer: RunWriter = dataclasses.replace(run.writer, budget=None)
@@ -192,7 +192,7 @@ class RunFailures:
         back as a dead letter again (journaling nothing: the same happens after a restore)."""
         if self.policy == "fail":
             raise exc
-        self.env.counts.run("dead_lettered")
+        self.env.metrics.run("dead_lettered")
         letter = DeadLetter(
             key=key,
             seq=seq,

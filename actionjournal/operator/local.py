@@ -33,10 +33,10 @@ from actionjournal.durable.events import Event
 from actionjournal.durable.options import check_callable, checked
 from actionjournal.durable.records import FORMAT_VERSION, JournalBinding
 from actionjournal.durable.stats import JournalMetrics
+from actionjournal.durable.store import Store
 from actionjournal.operator.config import RunFailureOptions, RunFailurePolicy
 from actionjournal.operator.dead_letters import DeadLetter
 from actionjournal.operator.engine import AgentEngine, KeyState
-from actionjournal.stores.base import JournalStore
 
 log = logging.getLogger(__name__)
 NO_BINDING = (
@@ -95,7 +95,7 @@ class LocalRunner:
     def __init__(
         self,
         agent: Agent,
-        store: JournalStore,
+        store: Store,
         config: JournalConfig | None = None,
         on_output: OutputSink | None = None,
         *,
@@ -132,16 +132,16 @@ class LocalRunner:
 
     @property
     def counts(self) -> dict[str, int]:
-        return self.engine.counts.as_dict()
+        return self.engine.metrics.as_dict()
 
     @property
     def metrics(self) -> JournalMetrics:
         """This runner's metrics (its own Prometheus registry); see docs/operations.md."""
-        return self.engine.counts
+        return self.engine.metrics
 
     def serve_metrics(self, port: int = 0, addr: str = "127.0.0.1") -> int:
         """Serve the metrics at ``http://addr:port/metrics`` (0: a free port); returns the port."""
-        return self.engine.counts.serve(port, addr)
+        return self.engine.metrics.serve(port, addr)
 
     def submit(self, key: Any, value: Any) -> None:
         """Accept one input for ``key``; it runs after the key's earlier inputs.
@@ -274,7 +274,7 @@ class LocalRunner:
             [KeySnapshot(values.encode(k), kid, s) for kid, (k, s) in self.states.items()],
             self.engine.config.namespace,
             self.engine.agent.operator_uid,
-            self.engine.binding,
+            self.engine.restore.binding,
         )
         path = Path(path)
         tmp = path.with_name(path.name + ".tmp")
@@ -289,7 +289,7 @@ class LocalRunner:
         cls,
         path: str | Path,
         agent: Agent,
-        store: JournalStore,
+        store: Store,
         config: JournalConfig | None = None,
         on_output: OutputSink | None = None,
         **options: Any,
@@ -312,7 +312,7 @@ class LocalRunner:
             )
         if snap.binding is None:
             log.warning(NO_BINDING, path)
-        runner.engine.bind([snap.binding] if snap.binding else [])  # before any key runs
+        runner.engine.restore.bind([snap.binding] if snap.binding else [])  # before any key runs
         values = runner.engine.env.values
         runner.inputs_consumed = snap.inputs_consumed
         runner.states = {k.key_id: (values.decode(k.key), k.state) for k in snap.keys}

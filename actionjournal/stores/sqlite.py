@@ -29,15 +29,15 @@ from pathlib import Path
 from actionjournal.durable.codec import FLAG_SIGNED, RecordCodec
 from actionjournal.durable.errors import JournalWriteError, RecordError, StoreError
 from actionjournal.durable.records import JournalRecord, Marker, StoreIdentity
-from actionjournal.durable.stats import note_append
-from actionjournal.stores.base import (
-    MaintenanceStore,
+from actionjournal.durable.store import (
+    Cleanable,
     Progress,
     ScanFilter,
     ScannedRecord,
-    decode_range,
+    StoreObserver,
 )
-from actionjournal.stores.quarantine import KeyRead, store_options
+from actionjournal.stores.config import SqliteStoreConfig
+from actionjournal.stores.quarantine import KeyRead, decode_range, store_options
 
 _SCAN_BATCH = 20_000
 _DELETE_BATCH = 20_000
@@ -84,15 +84,26 @@ class _Waiter:
         self.wake.acquire()  # held until the appender is woken
 
 
-class SqliteStore(MaintenanceStore):
-    """``read_only=True`` (the inspect tools): an existing journal, never written to, and no
-    file created next to it (see :func:`_connect_read_only`)."""
+class SqliteStore(Cleanable):
+    """The journal in one SQLite file: ``SqliteStore(SqliteStoreConfig(path=...))``, or for
+    short ``SqliteStore("journal.db")``. ``read_only=True`` (the inspect tools, through
+    :meth:`open_existing`): an existing journal, never written to, and no file created next
+    to it (see :func:`_connect_read_only`)."""
 
     def __init__(
-        self, path: str | Path, codec: RecordCodec | None = None, *, read_only: bool = False
+        self,
+        config: SqliteStoreConfig | str | Path,
+        codec: RecordCodec | None = None,
+        *,
+        observer: StoreObserver | None = None,
+        read_only: bool = False,
     ) -> None:
-        self.path = Path(path)
+        if not isinstance(config, SqliteStoreConfig):
+            config = SqliteStoreConfig(path=str(config))
+        self.config = config
+        self.path = Path(config.path)
         self.codec = codec or RecordCodec()
+        self.observer = observer
         try:
             if read_only:
                 self._db = _connect_read_only(self.path)
@@ -121,6 +132,26 @@ class SqliteStore(MaintenanceStore):
         self._committing = False  # a commit is in progress or handed to a waiter
         # Rows per INSERT: five parameters each, within this SQLite's limit on parameters.
         self._rows = max(1, min(1000, self._db.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) // 5))
+
+    @classmethod
+    def open_existing(
+        cls,
+        config: SqliteStoreConfig,
+        codec: RecordCodec | None = None,
+        *,
+        observer: StoreObserver | None = None,
+        read_only: bool = False,
+    ) -> SqliteStore:
+        """The journal file ``config`` names, which must exist (a mistyped path is an error,
+        never a new empty journal); ``read_only``: never written to."""
+        path = Path(config.path)
+        if not path.is_file():
+            raise StoreError(f"no SQLite journal at {path}: the file does not exist")
+        store = cls(config, codec, observer=observer, read_only=True)  # a non-journal fails here
+        if read_only:
+            return store
+        store.close()
+        return cls(config, codec, observer=observer)
 
     def append(self, record: JournalRecord) -> Marker:
         return self.append_all([record])[0]
@@ -156,7 +187,7 @@ class SqliteStore(MaintenanceStore):
         for pending in waiter.records:
             if pending.error is not None:
                 raise pending.error
-            note_append("sqlite", len(pending.data), started)
+            self.observe_append(len(pending.data), started)
             record = pending.record
             markers.append(self.marker(record.key_id, pending.position, record.epoch))
         return markers

@@ -192,7 +192,8 @@ def flink_demo(directory: Path, n: int, service: CountingService) -> tuple[dict,
 
     from actionjournal.flink.config import AgentsConfig
     from actionjournal.flink.function import AgentsExecutionEnvironment
-    from actionjournal.stores.config import SqliteStoreConfig, open_store
+    from actionjournal.stores.config import SqliteStoreConfig
+    from actionjournal.stores.factory import open_store
     from actionjournal.testing.crash import CrashOnce
     from actionjournal.testing.flink import JsonLines, local_env, paced_source
 

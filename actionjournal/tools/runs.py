@@ -11,8 +11,8 @@ from __future__ import annotations
 import msgspec
 
 from actionjournal.durable.records import RunCompleted, RunFailed
+from actionjournal.durable.store import Inspectable
 from actionjournal.durable.values import ValueCodec
-from actionjournal.stores.base import MaintenanceStore
 from actionjournal.tools import reading
 from actionjournal.tools.journal.cli import report_unreadable
 from actionjournal.tools.reading import Unreadable
@@ -112,7 +112,7 @@ def dead_letters_main(argv: list[str]) -> int:
 
 
 def find_dead_letters(
-    store: MaintenanceStore,
+    store: Inspectable,
     namespace: str,
     operator_uid: str | None,
     skipped: list[Unreadable],

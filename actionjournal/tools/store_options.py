@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,9 +17,10 @@ from typing import Any
 import pydantic
 
 from actionjournal.durable.codec import RecordCodec
-from actionjournal.durable.errors import StoreError
-from actionjournal.stores.base import MaintenanceStore
+from actionjournal.durable.errors import ConfigurationError, StoreError
+from actionjournal.durable.store import Cleanable, Inspectable
 from actionjournal.stores.config import SqliteStoreConfig
+from actionjournal.stores.factory import open_store
 from actionjournal.stores.fluss.config import FlussStoreConfig
 from actionjournal.stores.kafka.config import KafkaStoreConfig
 from actionjournal.tools.toolkit import ToolError, UsageError, seconds
@@ -206,77 +206,40 @@ def record_codec(args: argparse.Namespace) -> RecordCodec:
 @contextlib.contextmanager
 def opened(
     config: ToolStoreConfig, codec: RecordCodec, *, write: bool = False
-) -> Iterator[MaintenanceStore]:
-    """:func:`open_journal` for a ``with`` block: closed after it, and a damaged SQLite file
-    met while reading is an error naming the file."""
+) -> Iterator[Inspectable]:
+    """:func:`open_journal` for a ``with`` block: closed after it, and a journal that cannot
+    be read (a damaged SQLite file) is an error naming it."""
     store = open_journal(config, codec, write=write)
     try:
         yield store
-    except sqlite3.DatabaseError as exc:
-        raise ToolError(
-            f"{describe(config)} cannot be read: {exc}; check the file with `sqlite3 FILE "
-            "'PRAGMA integrity_check'`"
-        ) from None
+    except StoreError as exc:
+        raise ToolError(str(exc)) from None
     finally:
         store.close()
 
 
 def open_journal(
     config: ToolStoreConfig, codec: RecordCodec, *, write: bool = False
-) -> MaintenanceStore:
-    """Open an existing journal for the tools; never creates one. Only ``write=True``
-    (``cleanup apply``) may change it."""
+) -> Inspectable:
+    """Open an existing journal for the tools (:func:`~actionjournal.stores.open_store` with
+    ``existing=True``); never creates one. Only ``write=True`` (``cleanup apply``, a
+    quarantine) may change it."""
     try:
-        if isinstance(config, SqliteStoreConfig):
-            return _open_sqlite(Path(config.path), codec, write)
-        if isinstance(config, KafkaStoreConfig):
-            return _open_kafka(config, codec)
-        return _open_fluss(config, codec)
-    except StoreError as exc:
+        return open_store(config, codec, existing=True, read_only=not write)
+    except (StoreError, ConfigurationError) as exc:
         raise ToolError(str(exc)) from None
+    except Exception as exc:  # a client setting the Kafka or Fluss client does not accept
+        if type(exc).__name__ not in ("KafkaException", "FlussError"):
+            raise
+        raise UsageError(f"--client-config: {exc}") from None
 
 
-def _open_sqlite(path: Path, codec: RecordCodec, write: bool) -> MaintenanceStore:
-    from actionjournal.stores.sqlite import SqliteStore
-
-    if not path.is_file():
-        raise ToolError(f"no SQLite journal at {path}: the file does not exist")
-    store = SqliteStore(path, codec, read_only=True)  # a file that is no journal fails here
-    if not write:
+def cleanable(store: Inspectable, config: ToolStoreConfig) -> Cleanable:
+    """``store`` as one cleanup can shrink, else the tools' one-line refusal."""
+    if isinstance(store, Cleanable):
         return store
-    store.close()
-    return SqliteStore(path, codec)
-
-
-def _open_kafka(config: KafkaStoreConfig, codec: RecordCodec) -> MaintenanceStore:
-    try:
-        from confluent_kafka import KafkaException
-
-        from actionjournal.stores.kafka.store import KafkaStore
-    except ImportError as exc:  # pragma: no cover - depends on the installation
-        raise ToolError(
-            f"the Kafka store needs confluent-kafka ({exc}): pip install 'actionjournal[kafka]'"
-        ) from None
-    try:
-        return KafkaStore.open_existing(
-            config.bootstrap_servers,
-            config.topic,
-            config.client_config,
-            codec,
-            admin_timeout_s=config.admin_timeout_s,
-        )
-    except KafkaException as exc:  # a client setting librdkafka does not accept
-        raise UsageError(f"--client-config: {exc.args[0].str()}") from None
-
-
-def _open_fluss(config: FlussStoreConfig, codec: RecordCodec) -> MaintenanceStore:
-    try:
-        from actionjournal.stores.fluss.maintenance import FlussMaintenanceStore
-    except ImportError as exc:  # pragma: no cover - depends on the installation
-        raise ToolError(
-            f"the Fluss store needs pyfluss ({exc}): pip install 'actionjournal[fluss]'"
-        ) from None
-    return FlussMaintenanceStore.open_existing(config, codec)
+    refuse_cleanup(config)
+    raise ToolError(f"{describe(config)} cannot be cleaned up")
 
 
 def refuse_cleanup(config: ToolStoreConfig) -> None:

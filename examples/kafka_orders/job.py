@@ -14,9 +14,7 @@ from collections.abc import Sequence
 from agent import Orders  # shipped to the workers with --pyFiles
 from pyflink.datastream import StreamExecutionEnvironment
 
-from actionjournal.flink import AgentsConfig
-from actionjournal.flink import AgentsExecutionEnvironment
-from actionjournal.flink import kafka_sink, kafka_source
+from actionjournal.flink import AgentsConfig, AgentsExecutionEnvironment, kafka_sink, kafka_source
 from actionjournal.stores import KafkaStoreConfig, SqliteStoreConfig
 
 

@@ -43,8 +43,7 @@ def run_job(
     """Run the agent over ``tickets`` in a PyFlink job with checkpoints; its outputs."""
     from pyflink.common import Types
 
-    from actionjournal.flink import AgentsConfig
-    from actionjournal.flink import AgentsExecutionEnvironment
+    from actionjournal.flink import AgentsConfig, AgentsExecutionEnvironment
     from actionjournal.stores import SqliteStoreConfig
     from actionjournal.testing import local_env, paced_source
 

@@ -41,8 +41,8 @@ import msgspec
 
 from actionjournal import LocalRunner
 from actionjournal.durable.codec import RecordCodec
+from actionjournal.durable.error_records import capture_error
 from actionjournal.durable.errors import JournalWriteError
-from actionjournal.durable.exceptions import capture_error
 from actionjournal.durable.records import (
     CONTROL_KEY,
     FORMAT_VERSION,

@@ -42,8 +42,9 @@ class RemoteAgentBuilder(AgentBuilder):
         return self
 
     def to_datastream(self, output_type: Any = None) -> Any:
-        """Each output of the agent (``OutputEvent.output``), typed as ``output_type``
-        (default: pickled Python objects). The same stream when called again."""
+        """Each output of the agent (``OutputEvent.output``) in its JSON form, as upstream
+        emits it (a pydantic model as a dict), typed as ``output_type`` (default: pickled
+        Python objects). The same stream when called again."""
         if self._agent is None:
             raise RuntimeError("Must apply agent before call to_datastream/to_table.")
         if self._output is None:
@@ -51,7 +52,7 @@ class RemoteAgentBuilder(AgentBuilder):
 
             binding = Binding.get_execution_environment(self._env.env, self._env.agents_config())
             job = binding.from_datastream(self._keyed).apply(self._agent)
-            self._output = job.to_datastream().map(rows.from_journal, output_type=output_type)
+            self._output = job.to_datastream().map(rows.upstream_output, output_type=output_type)
         return self._output
 
     def to_table(self, schema: Any, output_type: Any) -> Any:

@@ -69,16 +69,13 @@ if TYPE_CHECKING:
         FlussStoreConfig as FlussStoreConfig,
     )
     from actionjournal.stores.fluss.store import (
-        FlussActionStateStore as FlussActionStateStore,
-    )
-    from actionjournal.stores.fluss.store import (
         FlussStore as FlussStore,
     )
 
 _LAZY = {
     "actionjournal.stores.fluss.bucketing": ("fluss_bucket",),
     "actionjournal.stores.fluss.config": ("FlussStoreConfig",),
-    "actionjournal.stores.fluss.store": ("FlussActionStateStore", "FlussStore"),
+    "actionjournal.stores.fluss.store": ("FlussStore",),
 }
 __all__ = lazy_names(_LAZY)
 __getattr__ = lazy_attributes(__name__, _LAZY)

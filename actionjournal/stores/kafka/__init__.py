@@ -84,15 +84,12 @@ if TYPE_CHECKING:
         KafkaStoreConfig as KafkaStoreConfig,
     )
     from actionjournal.stores.kafka.store import (
-        KafkaActionStateStore as KafkaActionStateStore,
-    )
-    from actionjournal.stores.kafka.store import (
         KafkaStore as KafkaStore,
     )
 
 _LAZY = {
     "actionjournal.stores.kafka.config": ("KafkaStoreConfig",),
-    "actionjournal.stores.kafka.store": ("KafkaActionStateStore", "KafkaStore"),
+    "actionjournal.stores.kafka.store": ("KafkaStore",),
 }
 __all__ = lazy_names(_LAZY)
 __getattr__ = lazy_attributes(__name__, _LAZY)

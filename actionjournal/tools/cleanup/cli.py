@@ -22,6 +22,7 @@ from actionjournal.tools.cleanup.state import (
 from actionjournal.tools.reading import describe as describe_unreadable
 from actionjournal.tools.store_options import (
     add_store_args,
+    cleanable,
     config_from_location,
     opened,
     record_codec,
@@ -99,7 +100,8 @@ def plan_main(argv: list[str]) -> int:
         state = time_state(parse_time(args.before, "--before"), args.safety_margin)
     elif not Path(args.snapshot).is_file():
         raise ToolError(f"snapshot {args.snapshot} does not exist")
-    with opened(config, record_codec(args)) as store:
+    with opened(config, record_codec(args)) as opened_store:
+        store = cleanable(opened_store, config)
         operator_uid = args.operator_uid
         if args.snapshot is not None:
             state = load_snapshot(args.snapshot, store, args.namespace, operator_uid)
@@ -198,7 +200,8 @@ def apply_main(argv: list[str]) -> int:
         check_location(plan, given)
         config = given
     refuse_cleanup(config)
-    with opened(config, record_codec(args), write=True) as store:
+    with opened(config, record_codec(args), write=True) as opened_store:
+        store = cleanable(opened_store, config)
         check_plan(plan, store, config, args.max_age)
         result = apply_plan(plan, store, args.progress)
     if args.json:

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import msgspec
 
+from actionjournal.durable.store import Cleanable
 from actionjournal.operator.local import Snapshot
-from actionjournal.stores.base import MaintenanceStore
 from actionjournal.tools.toolkit import ToolError
 
 DEFAULT_MARGIN_S = 600.0
@@ -84,7 +84,7 @@ class RestorableState:
 
 def load_snapshot(
     path: str | Path,
-    store: MaintenanceStore,
+    store: Cleanable,
     namespace: str | None = None,
     operator_uid: str | None = None,
     sha256: str | None = None,
@@ -218,7 +218,7 @@ def time_state(moment: float, margin_s: float) -> RestorableState:
     return RestorableState(TimeState(moment, margin_s, moment - margin_s))
 
 
-def reload(info: StateInfo, store: MaintenanceStore) -> RestorableState:
+def reload(info: StateInfo, store: Cleanable) -> RestorableState:
     """The state a plan was made for, as ``apply`` re-checks against it."""
     if isinstance(info, SnapshotState):
         return load_snapshot(info.path, store, info.namespace, info.operator_uid, info.sha256)

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from actionjournal.durable.identity import key_id as make_key_id
-from actionjournal.stores.base import MaintenanceStore
+from actionjournal.durable.store import Inspectable
 from actionjournal.tools.journal.documents import KeyDoc, to_json
 from actionjournal.tools.journal.read import (
     FULL_ID,
@@ -251,7 +251,7 @@ def _check_namespace(
 
 
 def _run_of(
-    store: MaintenanceStore,
+    store: Inspectable,
     args: argparse.Namespace,
     config: ToolStoreConfig,
     action: str | None,
@@ -276,7 +276,7 @@ def _run_of(
 
 
 def _resolve_key(
-    store: MaintenanceStore, args: argparse.Namespace, config: ToolStoreConfig, prefix: str
+    store: Inspectable, args: argparse.Namespace, config: ToolStoreConfig, prefix: str
 ) -> str:
     doc = keys_document(store, args.namespace, args.operator_uid, progress=args.progress)
     matches = [k.key_id for k in doc.keys if k.key_id.startswith(prefix)]

@@ -35,6 +35,11 @@ class CallDoc(msgspec.Struct):
     """``{"value": preview, "value_bytes": n}`` or ``{"error": {"type", "message"}}``."""
 
 
+class SentDoc(msgspec.Struct):
+    event_id: str
+    type: str
+
+
 class ActionDoc(msgspec.Struct):
     action_id: str
     action: str | None
@@ -46,6 +51,10 @@ class ActionDoc(msgspec.Struct):
     records: int
     bytes: int
     calls: list[CallDoc]
+    trigger_event_id: str | None = None
+    """Lineage: the event the action ran on (None: journaled before lineage was kept)."""
+    sent: list[SentDoc] = msgspec.field(default_factory=list)
+    """The events it sent (each one's upstream: ``trigger_event_id`` and this action)."""
 
 
 class RunDoc(msgspec.Struct):

@@ -17,8 +17,8 @@ from actionjournal.durable.records import (
     UpgradeSkipped,
     ends_run,
 )
+from actionjournal.durable.store import Inspectable, ScannedRecord
 from actionjournal.durable.values import ValueCodec
-from actionjournal.stores.base import MaintenanceStore, ScannedRecord
 from actionjournal.tools import reading
 from actionjournal.tools.journal.documents import (
     ControlDoc,
@@ -37,13 +37,13 @@ from actionjournal.tools.toolkit import ProgressBar, fmt_time
 FULL_ID = 32  # hex characters of a key, action or call id
 
 
-def store_doc(store: MaintenanceStore) -> StoreDoc:
+def store_doc(store: Inspectable) -> StoreDoc:
     i = store.identity
     return StoreDoc(i.backend, i.name, i.uid)
 
 
 def _records(
-    store: MaintenanceStore,
+    store: Inspectable,
     partition: int,
     namespace: str,
     skipped: list[Unreadable],
@@ -95,7 +95,7 @@ def _control(item: ScannedRecord) -> ControlDoc | None:
 
 
 def key_document(
-    store: MaintenanceStore,
+    store: Inspectable,
     namespace: str,
     operator_uid: str | None,
     key_id: str,
@@ -146,7 +146,7 @@ def key_document(
 
 
 def find_ids(
-    store: MaintenanceStore,
+    store: Inspectable,
     namespace: str,
     operator_uid: str | None,
     attribute: str,
@@ -183,7 +183,7 @@ class _KeyTally:
 
 
 def keys_document(
-    store: MaintenanceStore,
+    store: Inspectable,
     namespace: str,
     operator_uid: str | None,
     *,
@@ -244,7 +244,7 @@ def keys_document(
 
 
 def summary_document(
-    store: MaintenanceStore,
+    store: Inspectable,
     namespace: str,
     operator_uid: str | None,
     *,

@@ -63,7 +63,11 @@ def _action_line(action: ActionDoc) -> str:
         text += f"  {action.completed_at - action.started_at:.3f} s"
     if action.status == "completed":
         text += f"  outputs: {action.outputs}, memory ops: {action.memory_ops}"
-    return text + f"  {fmt_bytes(action.bytes)}"
+    text += f"  {fmt_bytes(action.bytes)}"
+    if action.trigger_event_id:  # lineage: on which event, and what it sent
+        sent = ", ".join(f"{e.type} {e.event_id[:12]}" for e in action.sent)
+        text += f"  on {action.trigger_event_id[:12]}" + (f" -> {sent}" if sent else "")
+    return text
 
 
 def _call_line(call: CallDoc) -> str:

@@ -108,8 +108,8 @@ def _checkpoints(
     try:
         with explorer.store_lock:
             if where.is_file() and where.name != "_metadata":
-                state = load_snapshot(where, explorer.store, journal.namespace,
-                                      journal.operator_uid)  # fmt: skip
+                store = jr.cleanable(explorer.store, journal.config)  # Fluss: says why not
+                state = load_snapshot(where, store, journal.namespace, journal.operator_uid)
             else:
                 state = load_checkpoint(where, DEFAULT_MARGIN_S)
     except ToolError as exc:
@@ -138,7 +138,8 @@ def _checkpoints(
                 if isinstance(state.info, SnapshotState)
                 else journal.operator_uid
             )
-            plan = make_plan(explorer.store, journal.config, journal.namespace, operator, state)
+            store = jr.cleanable(explorer.store, journal.config)
+            plan = make_plan(store, journal.config, journal.namespace, operator, state)
     except ToolError as exc:
         return info, {"error": str(exc)}
     doc = msgspec.to_builtins(plan)

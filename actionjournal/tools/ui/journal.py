@@ -16,13 +16,14 @@ from dataclasses import dataclass
 
 from actionjournal.durable.codec import RecordCodec
 from actionjournal.durable.records import StoreIdentity
-from actionjournal.stores.base import MaintenanceStore, ScannedRecord
+from actionjournal.durable.store import Inspectable, ScannedRecord
 from actionjournal.stores.kafka.config import KafkaStoreConfig
 from actionjournal.tools import reading
 from actionjournal.tools.reading import Unreadable
 from actionjournal.tools.store_options import (
     ToolStoreConfig,
     add_store_args,
+    cleanable,
     describe,
     open_journal,
     opened,
@@ -30,7 +31,7 @@ from actionjournal.tools.store_options import (
     store_config,
 )
 
-Store = MaintenanceStore
+Store = Inspectable
 StoreConfig = ToolStoreConfig
 Scanned = ScannedRecord
 
@@ -41,6 +42,7 @@ __all__ = [
     "StoreConfig",
     "Unreadable",
     "add_store_args",
+    "cleanable",
     "describe",
     "journal_from_args",
 ]
