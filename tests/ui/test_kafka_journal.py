@@ -49,11 +49,15 @@ def test_a_kafka_journal_is_followed_live(aj_kafka, start_ui):
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline:
                 runs = c.get("/api/runs", params={"q": "new1"}).json()["page"]["runs"]
-                if runs:
+                if runs and runs[0]["status"] == "completed":  # seen whole, not half-way
                     break
                 time.sleep(0.2)
             assert len(runs) == 1 and runs[0]["status"] == "completed"
-            total = c.get("/api/runs").json()["page"]["runs"]
+            while time.monotonic() < deadline:
+                total = c.get("/api/runs", params={"status": "completed"}).json()["page"]["runs"]
+                if len(total) == 11:
+                    break
+                time.sleep(0.2)
             assert len(total) == 11
             status = c.get("/api/status").json()
             assert status["records_indexed"] == indexed + 3 * 3  # only what was appended
