@@ -113,8 +113,13 @@ def bench_index_kafka(bootstrap: str, records: int = 200_000, keys: int = 1_000)
     while written < records:
         seq, k = divmod(run, keys)
         for record in run_records(names[k], ids[k], seq, START + run * 0.01, value):
-            raw.produce(topic, codec.encode(record), ids[k].encode(),
-                        partition=writer.partition_of(ids[k]))  # fmt: skip
+            data, partition = codec.encode(record), writer.partition_of(ids[k])
+            while True:
+                try:
+                    raw.produce(topic, data, ids[k].encode(), partition=partition)
+                    break
+                except BufferError:  # the local queue is full: let deliveries drain it
+                    raw.poll(0.5)
             written += 1
             if written % 1000 == 0:
                 raw.poll(0)
