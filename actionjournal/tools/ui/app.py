@@ -124,9 +124,10 @@ def create_app(explorer: Explorer) -> Starlette:
                 "missing or wrong CSRF token: re-drive from the dead letters page (the API "
                 "takes the token of /api/status in an X-CSRF-Token header)"
             )
-        letters_doc = views.dead_letters(explorer, {})
-        if not letters_doc.can_redrive:
-            raise Forbidden(f"cannot re-drive: {letters_doc.why_not}")
+        why_not = views.redrive_refusal(explorer)
+        if why_not:
+            explorer.actions.record(request, "redrive", target, f"refused: {why_not}")
+            raise Forbidden(f"cannot re-drive: {why_not}")
         partition = _number(target["partition"], "partition")
         position = _number(target["position"], "position")
         letter, about = deadletters.dead_letter(explorer.readers.get(), partition, position)

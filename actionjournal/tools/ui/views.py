@@ -155,14 +155,20 @@ def dead_letters(explorer: Explorer, params: Mapping[str, str]) -> LettersDoc:
         settings.redrive_bootstrap,
         include_redriven=params.get("all") in ("1", "true", "yes"),
     )
-    why = ""
-    if not settings.allow_actions:
-        why = "read-only: start with --allow-actions to re-drive from here"
-    elif not settings.redrive_topic:
-        why = "no --redrive-topic: the explorer does not know the job's input topic"
-    elif not settings.redrive_bootstrap:
-        why = "no --redrive-bootstrap and the journal is not on Kafka: where is the topic?"
+    why = redrive_refusal(explorer)
     return LettersDoc(found, settings.redrive_topic, not why, why)
+
+
+def redrive_refusal(explorer: Explorer) -> str:
+    """Why this explorer cannot re-drive (``""``: it can)."""
+    settings = explorer.settings
+    if not settings.allow_actions:
+        return "read-only: start with --allow-actions to re-drive from here"
+    if not settings.redrive_topic:
+        return "no --redrive-topic: the explorer does not know the job's input topic"
+    if not settings.redrive_bootstrap:
+        return "no --redrive-bootstrap and the journal is not on Kafka: where is the topic?"
+    return ""
 
 
 def _int(text: str, what: str) -> int:
