@@ -277,3 +277,50 @@ def test_index_resumes_where_it_stopped(made, tmp_path, monkeypatch):
     small = tmp_path / "small.sqlite"
     assert indexer.build(journal, small)[0] == first
     assert rows(small) == rows(whole) and len(rows(whole)) == 5
+
+
+def test_a_read_that_fails_half_way_is_read_again_whole(made, tmp_path, monkeypatch):
+    """A journal that fails mid-read (a broker gone) leaves the index as its last commit
+    says; the next catch-up reads from there and counts nothing twice."""
+    import sqlite3
+
+    from actionjournal.durable.codec import RecordCodec
+    from actionjournal.stores.config import SqliteStoreConfig
+    from actionjournal.tools.ui import indexer
+    from actionjournal.tools.ui import journal as jr
+    from actionjournal.tools.ui.journal import Journal
+
+    journal = Journal(SqliteStoreConfig(path=str(made.journal)), RecordCodec(), "default", None)
+    whole = tmp_path / "whole.sqlite"
+    indexer.build(journal, whole)
+    monkeypatch.setattr(indexer, "BATCH", 4)
+    scan = jr.scan
+
+    def failing(*args, **kwargs):
+        for n, item in enumerate(scan(*args, **kwargs)):
+            if n == 10:
+                raise ConnectionError("the broker went away")
+            yield item
+
+    with journal.opened() as store:
+        broken = indexer.Indexer(journal, store, tmp_path / "broken.sqlite")
+        try:
+            monkeypatch.setattr(jr, "scan", failing)
+            with pytest.raises(ConnectionError):
+                broken.catch_up()
+            monkeypatch.setattr(jr, "scan", scan)
+            broken.catch_up()
+        finally:
+            broken.close()
+
+    def rows(index: Path) -> list[tuple]:
+        with sqlite3.connect(index) as db:
+            return (
+                db.execute(
+                    "SELECT key_id, seq, status, calls, attempts, records, bytes FROM runs "
+                    "ORDER BY key_id, seq"
+                ).fetchall()
+                + db.execute("SELECT type, records FROM types ORDER BY type").fetchall()
+            )
+
+    assert rows(tmp_path / "broken.sqlite") == rows(whole)

@@ -10,6 +10,7 @@ is calling :meth:`Indexer.catch_up` again: it reads only what was appended since
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from array import array
@@ -75,6 +76,8 @@ class Indexer:
         self._batch = Batch()
         (last,) = self.db.execute("SELECT COALESCE(MAX(id), 0) FROM runs").fetchone()
         self._next_id = last + 1
+        with contextlib.suppress(Exception):  # keys must be looked up from now on
+            self._end_first_pass()
         self.lock = threading.Lock()
         self._writer = Writer(self.db)
         # A first pass writes no secondary index (made at its end): every key it meets is
@@ -95,9 +98,15 @@ class Indexer:
         how many records were read."""
         with self.lock:
             read = 0
-            for partition in jr.partitions(self.store):
-                read += self._partition(partition)
-            self._end_first_pass()
+            try:
+                for partition in jr.partitions(self.store):
+                    read += self._partition(partition)
+                self._end_first_pass()
+            except BaseException:
+                # What was folded but not committed would be folded again by the next
+                # catch-up, which resumes where the index's last commit says.
+                self._forget()
+                raise
             self.caught_up_at = time.time()
             self.error = None
             return read
@@ -148,6 +157,18 @@ class Indexer:
         self._writer.drain()
         self.records_indexed += read
         return read
+
+    def _forget(self) -> None:
+        with contextlib.suppress(Exception):  # the failure itself is what the caller sees
+            self._writer.drain()
+        self.live.clear()
+        self._dirty.clear()
+        self._last_seq.clear()
+        self._batch = Batch()
+        (last,) = self.db.execute("SELECT COALESCE(MAX(id), 0) FROM runs").fetchone()
+        self._next_id = last + 1
+        with contextlib.suppress(Exception):  # keys must be looked up from now on
+            self._end_first_pass()
 
     def _end_first_pass(self) -> None:
         if self._first_pass:

@@ -53,6 +53,12 @@ def run(explorer: Explorer, run_id: str) -> RunDoc:
         )
     items = [i for i in items if i.record is None or i.record.key_id == row.key_id]
     timeline = build_timeline(row, items, unreadable, explorer.shown)
+    if len(items) + len(unreadable) < len(positions):
+        timeline.unreadable.append(
+            f"{len(positions) - len(items) - len(unreadable)} of the run's {len(positions)} "
+            "records are no longer in the journal (deleted by cleanup or the backend's "
+            "retention): the timeline shows what is left"
+        )
     return RunDoc(timeline, queries.key_runs(db, row.key_id))
 
 
