@@ -324,3 +324,35 @@ def test_a_read_that_fails_half_way_is_read_again_whole(made, tmp_path, monkeypa
             )
 
     assert rows(tmp_path / "broken.sqlite") == rows(whole)
+
+
+def test_a_signed_journal_is_read_and_its_key_never_shown(start_ui, tmp_path, monkeypatch):
+    import asyncio
+
+    from actionjournal import JournalConfig, LocalRunner
+    from actionjournal.stores import SqliteStore
+    from tests.ui.agents import Orders
+
+    key = "signing-key-that-must-never-show"
+    journal = tmp_path / "signed.db"
+    flag = tmp_path / "up"
+    flag.touch()
+    store = SqliteStore(journal)
+    config = JournalConfig(signing_key=key)
+    try:
+        asyncio.run(LocalRunner(Orders(flag), store, config).run([("eve", {"order": "o-7"})]))
+    finally:
+        store.close()
+    monkeypatch.setenv("AJ_TEST_SIGNING_KEY", key)
+    server = start_ui(journal, "--signing-key-env", "AJ_TEST_SIGNING_KEY")
+    with server.client() as c:
+        (run,) = _runs(c)
+        assert run["status"] == "completed"
+        one = f"runs/{run['id']}"
+        pages = ["/api/status", "/api/runs", f"/api/{one}", "/api/health", "/runs", f"/{one}",
+                 "/health", "/dead-letters", "/in-flight"]  # fmt: skip
+        for page in pages:
+            reply = c.get(page)
+            assert reply.status_code == 200, page
+            assert key not in reply.text, page
+        assert c.get("/api/health").json()["unreadable"] == []  # every signature verified
