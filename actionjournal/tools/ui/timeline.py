@@ -114,6 +114,15 @@ class Builder:
     action_start: dict[str, float] = field(default_factory=dict)
     last_attempt_end: dict[str, float] = field(default_factory=dict)  # call lane -> when
     action_last: dict[str, float] = field(default_factory=dict)  # action id -> latest record
+    started: dict[str, tuple[float, int]] = field(default_factory=dict)  # lane -> at, attempt
+
+    def settle(self, lane: str, attempt: int, until: float, reconciled: bool = False) -> None:
+        """End the lane's started attempt: an outcome of the same attempt ends it as usual;
+        anything else (a reconciler's answer, a new start) shows it never finished."""
+        begun = self.started.pop(lane, None)
+        if begun is not None and (reconciled or begun[1] != attempt):
+            self.bar(lane, "unknown", f"attempt {begun[1] + 1}: no outcome journaled",
+                     begun[0], until)  # fmt: skip
 
     def add(self, item: jr.Scanned, lane: str, title: str, **details: Any) -> Entry:
         self.lanes.setdefault(lane, None)
@@ -169,6 +178,8 @@ def _start_of(record: Any) -> float:
 @renders(CallStarted)
 def _call_started(record: CallStarted, item: jr.Scanned, b: Builder) -> None:
     lane = b.call_lane(record)
+    b.settle(lane, record.attempt, record.at)
+    b.started[lane] = (record.at, record.attempt)
     b.add(
         item,
         lane,
@@ -188,6 +199,10 @@ def _attempt_failed(record: CallAttemptFailed, item: jr.Scanned, b: Builder) -> 
         b.action_start.get(record.action_id, 0.0),
     )
     start = start if 0 < start <= record.at else record.at
+    begun = b.started.get(lane)
+    if begun is not None and begun[1] == record.attempt:  # journaled when it started
+        start = begun[0]
+    b.settle(lane, record.attempt, start)
     b.action_last[record.action_id] = record.at
     b.bar(lane, "failed", f"attempt {record.attempt + 1} failed", min(start, record.at), record.at)
     if record.retry_at is not None:
@@ -211,6 +226,7 @@ def _attempt_failed(record: CallAttemptFailed, item: jr.Scanned, b: Builder) -> 
 def _call_finished(record: CallFinished, item: jr.Scanned, b: Builder) -> None:
     lane = b.call_lane(record)
     start = record.at - record.duration
+    b.settle(lane, record.attempt, start, record.reconciled)
     if record.reconciled:
         kind, what = "reconciled", "settled by its reconciler"
     elif record.error is not None:
@@ -305,6 +321,9 @@ def build_timeline(
             continue
         RENDERERS.get(type(record), _generic)(record, item, b)
     restarts = _restarts(items, b)
+    last = max((e.at for e in b.entries if e.at is not None), default=run.last_at)
+    for lane in list(b.started):  # started, no outcome yet: in flight, or its process died
+        b.settle(lane, -1, last)
     times = [t for bar in b.bars for t in (bar.start, bar.end)]
     times += [e.at for e in b.entries if e.at is not None]
     start = min(times, default=run.first_at)
@@ -419,7 +438,7 @@ def _restarts(items: list[jr.Scanned], b: Builder) -> list[Restart]:
             for item in records
             if item.position >= boundary and (following is None or item.position < following)
         )
-        at = next((getattr(i.record, "at", None) for i in records if i.position == boundary), None)
+        at = next((_start_of(i.record) for i in records if i.position == boundary), None)
         restarts.append(
             Restart(
                 number,
