@@ -310,6 +310,8 @@ def test_a_dead_letter_keeps_the_errors_own_message_and_its_repr(tmp_path):
     assert "card for order o2 was declined (code 51)" in letter.error
     assert letter.error_message == "card for order o2 was declined (code 51)"
     assert letter.error_type.endswith("test_run_failures.CardDeclined")
+    assert letter.action == "handle" and letter.call_id  # structured, not only in the text
+    assert letter.call_id in letter.error
     assert DeadLetter.from_json(letter.to_json()) == letter
     # After a restore, o2's dead letter is handed out again from the journal: same message.
     again = LocalRunner.restore(snap, Declining("-"), store, FAST, on_run_failure="dead-letter")
@@ -318,3 +320,5 @@ def test_a_dead_letter_keeps_the_errors_own_message_and_its_repr(tmp_path):
         "card for order o2 was declined (code 51)",
         "card for order o3 was declined (code 51)",
     ]
+    assert again.dead_letters[0].call_id == letter.call_id  # from the journaled RunFailed
+    assert again.dead_letters[0].action == "handle"

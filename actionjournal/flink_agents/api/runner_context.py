@@ -15,7 +15,7 @@ import asyncio
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
-from actionjournal.durable.calls import call_for_blocked_loop
+from actionjournal.durable.effects import call_for_blocked_loop
 from actionjournal.flink_agents.api.events.event import Event
 from actionjournal.flink_agents.api.memory_object import MemoryObject, MemoryType
 from actionjournal.flink_agents.api.resource import Resource, ResourceType
