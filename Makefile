@@ -18,7 +18,7 @@ BENCH_STAMP := $(VENV)/.installed-bench
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e ".[dev,kafka,flink,docs]"
+	$(BIN)/python -m pip install -q -e ".[dev,kafka,flink,docs,ui]"
 	# pyfluss wants pandas>=2.3.1 while apache-flink pins pandas<2.3; the Fluss store does not
 	# use pandas, so pyfluss goes in without its dependencies (pyarrow comes with apache-flink).
 	$(BIN)/python -m pip install -q --no-deps "pyfluss>=1.0"

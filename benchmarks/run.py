@@ -24,6 +24,7 @@ from benchmarks import (
     bench_kafka,
     bench_peer,
     bench_retry,
+    bench_ui,
     report,
 )
 from benchmarks.common import BenchContext, unavailable
@@ -38,6 +39,7 @@ MODULES = [
     bench_peer,
     bench_retry,
     bench_examples,
+    bench_ui,
 ]
 
 RESULTS = Path(__file__).parent / "results" / "latest.json"
