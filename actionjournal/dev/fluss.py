@@ -1,7 +1,7 @@
 """A real local Apache Fluss cluster (ZooKeeper, CoordinatorServer, TabletServer) for dev and tests.
 
 Like :mod:`~actionjournal.dev.kafka`, it runs from Maven Central jars (see
-:mod:`~actionjournal.dev.maven`): only a JDK 17+ and Maven are needed, no Docker and no
+:mod:`~actionjournal._maven`): only a JDK 17+ and Maven are needed, no Docker and no
 distribution tarball. ZooKeeper is the copy shaded into the ``fluss-server`` jar, so one
 resolution serves all three processes.
 
@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
-from actionjournal.dev import maven
+import actionjournal._maven as maven
 from actionjournal.dev.process import (
     DevProcessError,
     ServerProcess,

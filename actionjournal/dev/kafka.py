@@ -3,7 +3,7 @@
 Tests of durable execution need the real thing: acks=all, transactions, a broker that dies
 mid-run and comes back on the same port with the same log dirs, a partition leader killed
 while a job appends. Mocks can't show that. Brokers run from Maven Central jars (see
-:mod:`actionjournal.dev.maven`), so only a JDK 17+ and Maven are needed.
+:mod:`actionjournal._maven`), so only a JDK 17+ and Maven are needed.
 
 Two ways to use them:
 
@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TypeAlias, cast
 
-from actionjournal.dev import maven
+import actionjournal._maven as maven
 from actionjournal.dev.kafka_broker import (
     KAFKA_VERSION,
     BrokerError,

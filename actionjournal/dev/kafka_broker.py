@@ -2,7 +2,7 @@
 
 Tests of durable execution need the real thing: acks=all, transactions, a broker that dies
 mid-run and comes back on the same port with the same log dirs. Mocks can't show that. The
-broker runs from Maven Central jars (see :mod:`actionjournal.dev.maven`), so only a JDK 17+
+broker runs from Maven Central jars (see :mod:`actionjournal._maven`), so only a JDK 17+
 and Maven are needed.
 
 Two ways to use it:
@@ -30,7 +30,7 @@ import uuid
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from actionjournal.dev import maven
+import actionjournal._maven as maven
 from actionjournal.dev.process import (
     DevProcessError,
     ServerProcess,

@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from actionjournal.dev import maven
+import actionjournal._maven as maven
 
 __all__ = [
     "DevProcessError",

@@ -92,8 +92,8 @@ def aj_kafka_bootstrap() -> Iterator[str]:
         return
     if not _has_java():
         pytest.skip("no Kafka broker: set KAFKA_BOOTSTRAP, or install a JDK 17+ and Maven")
+    from actionjournal._maven import MavenError
     from actionjournal.dev.kafka import running_broker
-    from actionjournal.dev.maven import MavenError
 
     try:
         broker = running_broker()
@@ -123,8 +123,8 @@ def _aj_kafka_cluster() -> Iterator[KafkaCluster]:
     pytest.importorskip("confluent_kafka", reason="the Kafka store needs confluent-kafka")
     if not _has_java():
         pytest.skip("no Kafka cluster: install a JDK 17+ and Maven")
+    from actionjournal._maven import MavenError
     from actionjournal.dev.kafka_cluster import KafkaCluster
-    from actionjournal.dev.maven import MavenError
 
     cluster = KafkaCluster(brokers=3)
     try:
@@ -173,8 +173,8 @@ def aj_fluss_bootstrap() -> Iterator[str]:
         return
     if not _has_java():
         pytest.skip("no Fluss cluster: set FLUSS_BOOTSTRAP, or install a JDK 17+ and Maven")
+    from actionjournal._maven import MavenError
     from actionjournal.dev.fluss import running_cluster
-    from actionjournal.dev.maven import MavenError
 
     cluster = running_cluster()
     try:
@@ -202,8 +202,8 @@ def _aj_fluss_cluster() -> Iterator[FlussCluster]:
     pytest.importorskip("fluss", reason="the Fluss store needs pyfluss")
     if not _has_java():
         pytest.skip("no Fluss cluster: install a JDK 17+ and Maven")
+    from actionjournal._maven import MavenError
     from actionjournal.dev.fluss import FlussCluster
-    from actionjournal.dev.maven import MavenError
 
     cluster = FlussCluster(tablet_servers=3)
     try:

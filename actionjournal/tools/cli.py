@@ -62,7 +62,25 @@ COMMANDS: dict[str, Node] = {
             "dead_letters_parser",
             "the dead-lettered runs of a namespace: key, seq, error, when",
         ),
+        "redrive": Command(
+            "actionjournal.tools.ui.redrive",
+            "main",
+            "parser",
+            "produce a dead letter to the Kafka topic its job reads re-drives from",
+        ),
     },
+    "ui": Command(
+        "actionjournal.tools.ui.cli",
+        "main",
+        "parser",
+        "the journal explorer: runs, timelines, in flight, dead letters (docs/ui.md)",
+    ),
+    "plan": Command(
+        "actionjournal.tools.plan",
+        "main",
+        "parser",
+        "an agent's actions and events, as JSON, from its code (no JVM)",
+    ),
     "cleanup": {
         "plan": Command(
             "actionjournal.tools.cleanup.cli",

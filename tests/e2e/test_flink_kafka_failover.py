@@ -10,9 +10,9 @@ import time
 
 import pytest
 
-from actionjournal.operator.config import AgentsConfig
-from actionjournal.operator.flink import AgentsExecutionEnvironment
-from actionjournal.stores.config import open_store
+from actionjournal.flink import AgentsConfig
+from actionjournal.flink.function import AgentsExecutionEnvironment
+from actionjournal.stores import open_store
 from actionjournal.testing.flink import JsonLines, local_env, paced_source
 from actionjournal.testing.service import CountingService
 from tests.e2e.agents import Orders, inputs, key_of

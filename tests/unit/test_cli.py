@@ -27,8 +27,11 @@ from actionjournal.stores import SqliteStore
 from actionjournal.tools import cli as cli_module
 from actionjournal.tools.cleanup import document
 from actionjournal.tools.cli import main as cli
+from actionjournal.tools.journal.cli import inspect_parser
+from actionjournal.tools.store_options import store_config
 from tests import cleanup_scenario as sc
 from tests import journals
+from tests.docs import ROOT
 
 pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 
@@ -127,6 +130,31 @@ BAD_INPUTS = [
     ("malformed page, keys", lambda w: [*K, *sqlite(w["malformed"])], "malformed"),
     ("malformed page, dead letters", lambda w: [*D, *sqlite(w["malformed"])], "malformed"),
     ("bad --since, dead letters", lambda w: [*D, *sqlite(w["journal"]), "--since", "x"], "--since"),
+    (
+        "ui off loopback without a token",
+        lambda w: ["ui", *sqlite(w["journal"]), "--host", "0.0.0.0"],
+        "give --token",
+    ),
+    ("ui, missing journal", lambda w: ["ui", *sqlite(w["missing"])], "no SQLite journal"),
+    ("plan of no agent", lambda w: ["plan", "actionjournal:Agentless"], "has no"),
+    ("plan without a colon", lambda w: ["plan", "shop"], "give MODULE:AGENT"),
+    (
+        "redrive, missing journal",
+        lambda w: [
+            "runs",
+            "redrive",
+            *sqlite(w["missing"]),
+            "--key-id",
+            "ab",
+            "--seq",
+            "0",
+            "--to-topic",
+            "t",
+            "--to-bootstrap",
+            "h:1",
+        ],
+        "no SQLite journal",
+    ),
     (
         "malformed page, plan",
         lambda w: [*P, *sqlite(w["malformed"]), "--before", "0", "--out", str(w["dir"] / "p.json")],
@@ -553,3 +581,25 @@ def test_an_unreachable_broker_is_one_error_line_naming_it():
     errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "127.0.0.1:1" in errors[0], done.stderr[-2000:]
     assert done.stderr.rstrip().splitlines()[-1] == errors[0]
+
+
+def test_the_journal_topic_and_table_default_to_the_stores_own():
+    """A job that sets no topic journals to the store's default one: so do the tools."""
+    pytest.importorskip("confluent_kafka")
+    done = subprocess.run(
+        [sys.executable, "-m", "actionjournal.tools.cli", *K, "--store", "kafka", "--bootstrap",
+         "127.0.0.1:1", "--timeout", "2"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 1 and "(describing topic actionjournal)" in done.stderr, done.stderr
+    args = inspect_parser().parse_args(["--store", "fluss", "--bootstrap", "h:1"])
+    config = store_config(args)
+    assert (config.database, config.table) == ("actionjournal", "action_state")
+
+
+def test_the_readme_lists_every_command():
+    summary = (ROOT / "README.md").read_text()
+    missing = [c for c in map(" ".join, _commands()) if f"| `actionjournal {c}` |" not in summary]
+    assert missing == [], "commands missing from README.md's command table"

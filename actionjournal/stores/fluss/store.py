@@ -16,7 +16,7 @@ import logging
 import threading
 import time
 import weakref
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
 from typing import Any, TypeVar
 
 import fluss
@@ -30,7 +30,13 @@ from actionjournal.durable.errors import (
     StoreError,
 )
 from actionjournal.durable.records import JournalRecord, Marker, RunCompleted, StoreIdentity
-from actionjournal.stores.base import JournalStore, RecentProbes, RecoveryCache
+from actionjournal.durable.store import (
+    Inspectable,
+    Progress,
+    ScanFilter,
+    ScannedRecord,
+    StoreObserver,
+)
 from actionjournal.stores.fluss.bucketing import fluss_bucket
 from actionjournal.stores.fluss.config import FlussStoreConfig
 from actionjournal.stores.fluss.errors import (
@@ -42,9 +48,10 @@ from actionjournal.stores.fluss.errors import (
     refused_for_now,
     unreachable,
 )
+from actionjournal.stores.fluss.inspection import as_found, scan_bucket
 from actionjournal.stores.fluss.leaders import WriterWatch, tablet_servers
 from actionjournal.stores.fluss.loop import Loop, WriterLost, acknowledged, own_loop
-from actionjournal.stores.fluss.read import Run, Runs, collect, decode_runs, runs_cost
+from actionjournal.stores.fluss.read import RecordSpan, Spans, collect, decode_runs, runs_cost
 from actionjournal.stores.fluss.table import (
     check_replication,
     check_table,
@@ -52,8 +59,9 @@ from actionjournal.stores.fluss.table import (
     table_info,
 )
 from actionjournal.stores.quarantine import KeyRead, store_options
+from actionjournal.stores.recovery import RecentProbes, RecoveryCache
 
-__all__ = ["FlussActionStateStore", "FlussStore", "FlussStoreConfig", "fluss_bucket"]
+__all__ = ["FlussStore", "FlussStoreConfig", "fluss_bucket"]
 
 log = logging.getLogger("actionjournal.stores.fluss")
 
@@ -89,12 +97,19 @@ def _close_open_stores() -> None:
         store.close()
 
 
-class FlussStore(JournalStore):
+class FlussStore(Inspectable):
     """Journal in a Fluss log table. Thread-safe; one instance per process is enough."""
 
-    def __init__(self, config: FlussStoreConfig, codec: RecordCodec | None = None) -> None:
+    def __init__(
+        self,
+        config: FlussStoreConfig,
+        codec: RecordCodec | None = None,
+        *,
+        observer: StoreObserver | None = None,
+    ) -> None:
         self.config = config
         self.codec = codec or RecordCodec()
+        self.observer = observer
         self.name = f"{config.database}.{config.table}"
         self._path = fluss.TablePath(config.database, config.table)
         self._writer_config = self._client_config(_WRITER_DEFAULTS)
@@ -244,7 +259,36 @@ class FlussStore(JournalStore):
         """Stable forever: the bucket Fluss puts the key's rows in."""
         return fluss_bucket(key_id, self.config.buckets)
 
+    @classmethod
+    def open_existing(
+        cls,
+        config: FlussStoreConfig,
+        codec: RecordCodec | None = None,
+        *,
+        observer: StoreObserver | None = None,
+        read_only: bool = False,
+    ) -> FlussStore:
+        """Open the existing table ``config`` names with the bucket count it has; never
+        creates it (``read_only``: a promise the tools keep)."""
+        return cls(as_found(config), codec, observer=observer)
+
+    # -- the tools' view (Inspectable) --------------------------------------------------------
+
+    def partitions(self) -> list[int]:
+        return list(range(self.config.buckets))
+
+    def position_range(self, partition: int) -> tuple[int, int]:
+        return self._earliest_of(partition, 0.0), self._end_of(partition, 0.0)
+
+    def scan_range(
+        self, partition: int, start: int, end: int, wanted: ScanFilter, progress: Progress | None
+    ) -> Iterator[ScannedRecord]:
+        return scan_bucket(self, partition, start, end, wanted, progress)
+
+    # -- appends -------------------------------------------------------------------------------
+
     def append(self, record: JournalRecord) -> Marker:
+        started = time.perf_counter()
         data = self.codec.encode(record)
         bucket = self.partition_of(record.key_id)
         what = (
@@ -283,6 +327,7 @@ class FlussStore(JournalStore):
                 f"{what} failed: {describe(exc)}; the record counts as not written. "
                 f"{self._advice(exc, bucket)}"
             ) from None
+        self.observe_append(len(data), started)
         return self.marker(record.key_id, position, record.epoch)
 
     async def _append(self, row: tuple[str, str, str, bytes], bucket: int, exact: bool) -> int:
@@ -500,7 +545,7 @@ class FlussStore(JournalStore):
         after: Marker | None,
         again: bool,
         served: set[str],
-    ) -> tuple[list[Run], int, int]:
+    ) -> tuple[list[RecordSpan], int, int]:
         """The key's entries at ``[start, high)`` and that range (see :meth:`read_key`)."""
         high = self._end_of(bucket, 0.0 if again else _WAVE_S, earliest=after is None)
         if after is not None and after.position >= high:
@@ -521,7 +566,7 @@ class FlussStore(JournalStore):
             found = self._scan(bucket, start, high, namespace, uid, key_id, skip_deleted=everything)
             return found.get(key_id, []), start, high
 
-        def scan(begin: int, end: int, earlier: bool) -> Runs:
+        def scan(begin: int, end: int, earlier: bool) -> Spans:
             return self._scan(
                 bucket, begin, end, namespace, uid, skip_deleted=everything and earlier
             )
@@ -556,7 +601,7 @@ class FlussStore(JournalStore):
         uid: str,
         key_id: str = "",
         skip_deleted: bool = False,
-    ) -> Runs:
+    ) -> Spans:
         """Rows of ``namespace``/``uid`` (and ``key_id`` if given) at offsets ``[start, end)``.
 
         Offsets retention deleted meanwhile are a DataLossError, or skipped with
@@ -567,7 +612,7 @@ class FlussStore(JournalStore):
         timeout = self.config.request_timeout_s
         doing = f"reading bucket {bucket}"
         scanner = self._call(self._subscribe(bucket, start), timeout, doing)
-        found: Runs = {}
+        found: Spans = {}
         position = start
         progress = time.monotonic()
         while position < end:
@@ -795,5 +840,4 @@ async def _close_quietly(conn: Any, name: str) -> None:
         log.warning("closing a Fluss connection of table %s: %s", name, exc)
 
 
-FlussActionStateStore = FlussStore
 """The store's name before stores were named by backend: kept for users."""

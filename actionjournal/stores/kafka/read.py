@@ -14,7 +14,7 @@ from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
 from actionjournal.durable.codec import FLAG_SIGNED, MAGIC, RecordCodec
 from actionjournal.durable.errors import RecordError, StoreError
 from actionjournal.durable.records import JournalRecord
-from actionjournal.stores.base import ScanFilter, ScannedRecord
+from actionjournal.durable.store import ScanFilter, ScannedRecord
 from actionjournal.stores.kafka.config import KafkaStoreConfig
 from actionjournal.stores.kafka.errors import TRANSIENT, advice, describe
 
@@ -240,7 +240,7 @@ def scanned(
     decode: Callable[[bytes, str], JournalRecord],
     place: str,
 ) -> ScannedRecord | None:
-    """What a tools' scan yields for ``message`` (see :meth:`MaintenanceStore.scan`)."""
+    """What a tools' scan yields for ``message`` (see :meth:`Inspectable.scan`)."""
     offset, value = offset_of(message), message.value() or b""
     head = read_head(message)
     if head is None:

@@ -10,35 +10,45 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from actionjournal._lazy import lazy_attributes
+from actionjournal._lazy import lazy_attributes, lazy_names
 
 if TYPE_CHECKING:
-    from actionjournal.tools.cleanup.apply import apply_plan, check_plan
-    from actionjournal.tools.cleanup.document import PLAN_VERSION, CleanupPlan, load
-    from actionjournal.tools.cleanup.plan import make_plan
-    from actionjournal.tools.cleanup.state import (
-        DEFAULT_MARGIN_S,
-        FLINK_METADATA_MAGIC,
-        RestorableState,
-        load_checkpoint,
-        load_snapshot,
-        time_state,
+    from actionjournal.tools.cleanup.apply import (
+        apply_plan as apply_plan,
     )
-
-__all__ = [
-    "DEFAULT_MARGIN_S",
-    "FLINK_METADATA_MAGIC",
-    "PLAN_VERSION",
-    "CleanupPlan",
-    "RestorableState",
-    "apply_plan",
-    "check_plan",
-    "load",
-    "load_checkpoint",
-    "load_snapshot",
-    "make_plan",
-    "time_state",
-]
+    from actionjournal.tools.cleanup.apply import (
+        check_plan as check_plan,
+    )
+    from actionjournal.tools.cleanup.document import (
+        PLAN_VERSION as PLAN_VERSION,
+    )
+    from actionjournal.tools.cleanup.document import (
+        CleanupPlan as CleanupPlan,
+    )
+    from actionjournal.tools.cleanup.document import (
+        load as load,
+    )
+    from actionjournal.tools.cleanup.plan import (
+        make_plan as make_plan,
+    )
+    from actionjournal.tools.cleanup.state import (
+        DEFAULT_MARGIN_S as DEFAULT_MARGIN_S,
+    )
+    from actionjournal.tools.cleanup.state import (
+        FLINK_METADATA_MAGIC as FLINK_METADATA_MAGIC,
+    )
+    from actionjournal.tools.cleanup.state import (
+        RestorableState as RestorableState,
+    )
+    from actionjournal.tools.cleanup.state import (
+        load_checkpoint as load_checkpoint,
+    )
+    from actionjournal.tools.cleanup.state import (
+        load_snapshot as load_snapshot,
+    )
+    from actionjournal.tools.cleanup.state import (
+        time_state as time_state,
+    )
 
 _LAZY = {
     "actionjournal.tools.cleanup.apply": ("apply_plan", "check_plan"),
@@ -53,4 +63,5 @@ _LAZY = {
         "time_state",
     ),
 }
+__all__ = lazy_names(_LAZY)
 __getattr__ = lazy_attributes(__name__, _LAZY)

@@ -21,7 +21,7 @@ from actionjournal.durable.records import (
     StoreIdentity,
     key_digest,
 )
-from actionjournal.stores.base import MaintenanceStore
+from actionjournal.durable.store import Cleanable
 from actionjournal.tools.cleanup.document import CleanupPlan, PlanPartition, deleted_keys
 from actionjournal.tools.cleanup.plan import first_kept, scan_partition
 from actionjournal.tools.cleanup.state import RestorableState, reload
@@ -63,7 +63,7 @@ def check_location(plan: CleanupPlan, given: ToolStoreConfig) -> None:
 
 def check_plan(
     plan: CleanupPlan,
-    store: MaintenanceStore,
+    store: Cleanable,
     config: ToolStoreConfig,
     max_age_s: float,
     now: float | None = None,
@@ -99,7 +99,7 @@ def check_plan(
 
 
 def apply_plan(
-    plan: CleanupPlan, store: MaintenanceStore, progress_enabled: bool | None = None
+    plan: CleanupPlan, store: Cleanable, progress_enabled: bool | None = None
 ) -> ApplyResult:
     """Re-check, journal the boundaries, then delete. A ToolError before the boundaries are
     journaled means nothing was deleted."""
@@ -169,7 +169,7 @@ def apply_plan(
 
 def _recheck(
     plan: CleanupPlan,
-    store: MaintenanceStore,
+    store: Cleanable,
     state: RestorableState,
     entry: PlanPartition,
     progress_enabled: bool | None,
@@ -213,7 +213,7 @@ def _recheck(
 
 
 def _journal_boundary(
-    plan: CleanupPlan, store: MaintenanceStore, entry: PlanPartition, now: float
+    plan: CleanupPlan, store: Cleanable, entry: PlanPartition, now: float
 ) -> None:
     p, boundary = entry.partition, entry.delete_below
     assert boundary is not None

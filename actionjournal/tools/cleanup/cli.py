@@ -8,7 +8,8 @@ from typing import TextIO
 
 import msgspec
 
-from actionjournal.tools.cleanup.apply import apply_plan, check_location, check_plan
+from actionjournal.stores import SqliteStoreConfig
+from actionjournal.tools.cleanup.apply import ApplyResult, apply_plan, check_location, check_plan
 from actionjournal.tools.cleanup.document import CleanupPlan, load, to_json
 from actionjournal.tools.cleanup.plan import make_plan
 from actionjournal.tools.cleanup.state import (
@@ -19,9 +20,11 @@ from actionjournal.tools.cleanup.state import (
     load_snapshot,
     time_state,
 )
+from actionjournal.tools.cleanup.vacuum import size_note, vacuum
 from actionjournal.tools.reading import describe as describe_unreadable
 from actionjournal.tools.store_options import (
     add_store_args,
+    cleanable,
     config_from_location,
     opened,
     record_codec,
@@ -61,7 +64,8 @@ def plan_parser() -> ArgumentParser:
     which.add_argument(
         "--checkpoint",
         help="a Flink checkpoint or savepoint directory, its _metadata, or a directory of "
-        "retained chk-N checkpoints (the oldest is used); judged by time, see --safety-margin",
+        "retained chk-N checkpoints (the oldest is used), as a path or as Flink prints it "
+        "(file:/...); judged by time, see --safety-margin",
     )
     which.add_argument(
         "--before",
@@ -99,7 +103,8 @@ def plan_main(argv: list[str]) -> int:
         state = time_state(parse_time(args.before, "--before"), args.safety_margin)
     elif not Path(args.snapshot).is_file():
         raise ToolError(f"snapshot {args.snapshot} does not exist")
-    with opened(config, record_codec(args)) as store:
+    with opened(config, record_codec(args)) as opened_store:
+        store = cleanable(opened_store, config)
         operator_uid = args.operator_uid
         if args.snapshot is not None:
             state = load_snapshot(args.snapshot, store, args.namespace, operator_uid)
@@ -183,6 +188,12 @@ def apply_parser() -> ArgumentParser:
         metavar="SECONDS",
         help="refuse a plan older than this; 0: no limit",
     )
+    p.add_argument(
+        "--vacuum",
+        action="store_true",
+        help="sqlite: after deleting, rewrite the file without the freed pages (VACUUM), so it "
+        "shrinks; it waits for writers and needs free disk space for a copy",
+    )
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
     add_progress_args(p)
     return p
@@ -198,12 +209,26 @@ def apply_main(argv: list[str]) -> int:
         check_location(plan, given)
         config = given
     refuse_cleanup(config)
-    with opened(config, record_codec(args), write=True) as store:
+    sqlite = Path(config.path) if isinstance(config, SqliteStoreConfig) else None
+    if args.vacuum and sqlite is None:
+        raise UsageError("--vacuum is for SQLite journals: Kafka gives deleted space back itself")
+    with opened(config, record_codec(args), write=True) as opened_store:
+        store = cleanable(opened_store, config)
         check_plan(plan, store, config, args.max_age)
         result = apply_plan(plan, store, args.progress)
+    sizes = vacuum(sqlite) if args.vacuum and sqlite is not None else None
     if args.json:
         print(msgspec.json.format(msgspec.json.encode(result).decode(), indent=2))
         return EXIT_OK
+    _print_result(plan, result)
+    if sizes is not None:
+        print(f"vacuumed {sqlite}: {fmt_bytes(sizes[0])} -> {fmt_bytes(sizes[1])}")
+    elif sqlite is not None and result.deleted:
+        print(size_note(sqlite))
+    return EXIT_OK
+
+
+def _print_result(plan: CleanupPlan, result: ApplyResult) -> None:
     what = "offsets" if plan.store.backend == "kafka" else "records"
     for p in result.applied:
         n = result.deleted.get(p)
@@ -217,4 +242,3 @@ def apply_main(argv: list[str]) -> int:
         )
     if not (result.applied or result.already_applied or result.nothing_left):
         print("the plan deletes nothing")
-    return EXIT_OK

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import hashlib
 import re
+import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 
 import msgspec
 
+from actionjournal.durable.store import Cleanable
 from actionjournal.operator.local import Snapshot
-from actionjournal.stores.base import MaintenanceStore
 from actionjournal.tools.toolkit import ToolError
 
 DEFAULT_MARGIN_S = 600.0
@@ -84,7 +85,7 @@ class RestorableState:
 
 def load_snapshot(
     path: str | Path,
-    store: MaintenanceStore,
+    store: Cleanable,
     namespace: str | None = None,
     operator_uid: str | None = None,
     sha256: str | None = None,
@@ -164,10 +165,26 @@ def load_snapshot(
     return RestorableState(info, keys)
 
 
+def local_path(path: str | Path) -> Path:
+    """A path as Flink prints it (``file:/...``, ``file:///...``, as ``flink stop`` says where
+    its savepoint is) or a plain one; a remote file system is an error saying what to do."""
+    text = str(path)
+    scheme = re.match(r"^([a-zA-Z][a-zA-Z0-9+.-]*):", text)
+    if scheme is None or len(scheme.group(1)) == 1:  # no scheme (or a Windows drive letter)
+        return Path(text)
+    url = urllib.parse.urlsplit(text)
+    if url.scheme.lower() == "file" and url.netloc in ("", "localhost"):
+        return Path(urllib.parse.unquote(url.path))
+    raise ToolError(
+        f"checkpoint path {text}: cleanup reads checkpoints on this machine's file system "
+        "(a plain path or file:/...); copy the checkpoint's _metadata file here and give its path"
+    )
+
+
 def find_checkpoint_metadata(path: str | Path) -> tuple[Path, list[str]]:
     """The ``_metadata`` of a checkpoint/savepoint path; in a directory of retained
     checkpoints (``chk-N``), the oldest one. Returns it and the candidates seen."""
-    path = Path(path)
+    path = local_path(path)
     if not path.exists():
         raise ToolError(f"checkpoint path {path} does not exist")
     if path.is_file():
@@ -204,7 +221,7 @@ def load_checkpoint(path: str | Path, margin_s: float) -> RestorableState:
         raise ToolError(f"{metadata} is not a Flink checkpoint metadata file (bad magic number)")
     written = metadata.stat().st_mtime
     info = CheckpointState(
-        path=str(Path(path).resolve()),
+        path=str(local_path(path).resolve()),
         metadata=str(metadata.resolve()),
         candidates=candidates,
         metadata_written_at=written,
@@ -218,7 +235,7 @@ def time_state(moment: float, margin_s: float) -> RestorableState:
     return RestorableState(TimeState(moment, margin_s, moment - margin_s))
 
 
-def reload(info: StateInfo, store: MaintenanceStore) -> RestorableState:
+def reload(info: StateInfo, store: Cleanable) -> RestorableState:
     """The state a plan was made for, as ``apply`` re-checks against it."""
     if isinstance(info, SnapshotState):
         return load_snapshot(info.path, store, info.namespace, info.operator_uid, info.sha256)
