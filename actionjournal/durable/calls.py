@@ -451,9 +451,10 @@ class ActionCalls:
 
     def _redriven(self, recorded: RecordedCall) -> bool:
         """Whether this run re-drives a dead letter journaled after the call's last failure."""
-        failed = recorded.failed is not None or (
-            recorded.finished is not None and recorded.finished.error is not None
-        )
+        finished = recorded.finished
+        # A call that returned a value (after failed attempts or not) replays it; only its
+        # failure, final or of the last attempt before the dead letter, is tried again.
+        failed = finished.error is not None if finished is not None else recorded.failed is not None
         return failed and not recorded.unknown and self.redrive > recorded.dead_letters
 
     def _digest(

@@ -1,14 +1,11 @@
 """What the explorer's timeline showed on its first re-drive: a call that returned a value
-after a retried attempt runs again when the run is re-driven (docs/guarantees.md says
-finished calls are not repeated). ``durable/calls.py`` ``_redriven`` treats any journaled
-failed attempt as the call's failure, also when a value followed it. Strict xfail: it
-passes, and so fails here, once that is fixed."""
+after a retried attempt ran again when the run was re-driven (docs/guarantees.md says
+finished calls are not repeated): ``_redriven`` took any journaled failed attempt for the
+call's failure, also when a value followed it. It replays now."""
 
 from __future__ import annotations
 
 import asyncio
-
-import pytest
 
 from actionjournal import LocalRunner
 from actionjournal.stores import MemoryStore
@@ -16,8 +13,6 @@ from tests.ui.agents import Orders
 from tests.ui.journals import RETRY
 
 
-@pytest.mark.xfail(strict=True, reason="a re-drive runs a call again that returned a value "
-                   "after a failed attempt (durable/calls.py _redriven)")  # fmt: skip
 def test_a_redrive_does_not_repeat_a_call_that_returned(tmp_path):
     agent = Orders(tmp_path / "payments-up")
     quotes = []

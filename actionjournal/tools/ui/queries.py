@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import msgspec
 
 from actionjournal.durable.identity import key_id as make_key_id
-from actionjournal.tools.journal.cli import _KEY_TYPES
+from actionjournal.tools.journal.cli import KEY_TYPES
 from actionjournal.tools.toolkit import UsageError, parse_time
 from actionjournal.tools.ui.index import id_range
 from actionjournal.tools.ui.tally import STATUSES
@@ -24,7 +24,6 @@ from actionjournal.tools.ui.tally import STATUSES
 PAGE = 50
 MAX_PAGE = 500
 _HEX = re.compile(r"^[0-9a-f]{6,32}$")
-KEY_TYPES: dict[str, Callable[[str], Any]] = _KEY_TYPES  # as `journal inspect --key-type`
 
 
 class BadRequest(Exception):
