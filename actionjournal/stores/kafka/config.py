@@ -12,6 +12,8 @@ from typing import Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from actionjournal.stores.replication import insync_replicas
+
 # Settings the store owns: changing them would break its guarantees or its config fields.
 RESERVED_CLIENT_SETTINGS = {
     "bootstrap.servers": "set bootstrap_servers instead",
@@ -78,21 +80,15 @@ class KafkaStoreConfig(BaseModel):
 
     @model_validator(mode="after")
     def _insync_within_replicas(self) -> Self:
-        if self.min_insync_replicas is None:
-            # Frozen: the default depends on another field, so it is filled in here.
-            object.__setattr__(self, "min_insync_replicas", min(2, self.replication_factor))
-        elif self.min_insync_replicas > self.replication_factor:
-            raise ValueError(
-                f"min_insync_replicas={self.min_insync_replicas} cannot exceed "
-                f"replication_factor={self.replication_factor}: no append could ever be "
-                "acknowledged"
-            )
+        # Frozen: the default depends on another field, so it is filled in here.
+        wanted = insync_replicas(self.replication_factor, self.min_insync_replicas)
+        object.__setattr__(self, "min_insync_replicas", wanted)
         return self
 
     @property
     def insync_replicas(self) -> int:
         """``min_insync_replicas`` as filled in at validation (never None)."""
-        return self.min_insync_replicas or min(2, self.replication_factor)
+        return insync_replicas(self.replication_factor, self.min_insync_replicas)
 
     @field_validator("client_config")
     @classmethod
