@@ -151,6 +151,8 @@ class KafkaCluster(DevServer[ClusterInfo]):
                 if offset is not None:
                     self.brokers[node].wait_started(offset)
             self._wait_for_brokers()
+            if any(offset is not None for offset in launched.values()):
+                self.wait_in_sync()  # a broker back from the dead: caught up again first
         except BaseException:
             for node, offset in launched.items():
                 if offset is not None:
@@ -199,18 +201,20 @@ class KafkaCluster(DevServer[ClusterInfo]):
                 )
             time.sleep(0.2)
 
-    def wait_in_sync(self, topic: str, timeout: float = 60.0) -> None:
-        """Wait until every replica of every partition of ``topic`` is in sync again (after
-        a broker came back), so that the next kill starts from a full ISR."""
-        from confluent_kafka import TopicCollection
-
+    def wait_in_sync(self, topic: str | None = None, timeout: float = 60.0) -> None:
+        """Wait until every replica of every partition of ``topic`` (default: of every
+        topic) is in sync again after a broker came back, so that the next kill starts from
+        a full ISR."""
         admin = _admin(self.bootstrap)
         deadline = time.monotonic() + timeout
         while True:
             with contextlib.suppress(Exception):
-                future = admin.describe_topics(TopicCollection([topic]), request_timeout=5)[topic]
-                partitions = future.result().partitions
-                if all(len(p.isr) == len(p.replicas) for p in partitions):
+                topics = admin.list_topics(topic, timeout=5).topics.values()
+                if all(
+                    t.error is None and len(p.isrs) == len(p.replicas)
+                    for t in topics
+                    for p in t.partitions.values()
+                ):
                     return
             if time.monotonic() > deadline:
                 raise BrokerError(f"topic {topic}: replicas not all in sync after {timeout:g} s")

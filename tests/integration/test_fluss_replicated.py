@@ -4,8 +4,6 @@ of a table and a cluster, and appends and restores while a tablet server is SIGK
 from __future__ import annotations
 
 import asyncio
-import itertools
-import threading
 import time
 import uuid
 
@@ -16,11 +14,17 @@ fluss = pytest.importorskip("fluss")
 
 from actionjournal import ActionJournalError, JournalWriteError, LocalRunner  # noqa: E402
 from actionjournal.durable.errors import StoreError  # noqa: E402
-from actionjournal.durable.records import CallFinished  # noqa: E402
 from actionjournal.stores.fluss import FlussStore, FlussStoreConfig  # noqa: E402
 from actionjournal.testing.service import CountingService  # noqa: E402
 from tests.e2e.agents import Orders  # noqa: E402
-from tests.integration.test_kafka_failover import KEYS, PER_KEY, source  # noqa: E402
+from tests.failover_checks import (  # noqa: E402
+    KEYS,
+    PER_KEY,
+    Witnessing,
+    calls_after,
+    run_until,
+    source,
+)
 from tests.store_checks import rc, seqs  # noqa: E402
 
 pytestmark = [pytest.mark.fluss, pytest.mark.slow]
@@ -52,50 +56,6 @@ def test_a_table_below_the_configured_replication_is_refused_or_warned(aj_fluss_
     FlussStore(three.model_copy(update={"weak_table": "warn"})).close()
 
 
-def call(key: str, seq: int) -> CallFinished:
-    return CallFinished(
-        "ns", "op", 0, key, seq, action_id="a", index=0, call_id=f"c{seq}",
-        function_id="f", durable_id=None, arg_digest="d", value=b"v", error=None, at=1.0,
-        duration=0.001,
-    )  # fmt: skip
-
-
-class Appender:
-    """Threads appending to one store until stopped; when each append was acknowledged."""
-
-    def __init__(self, store: FlussStore, threads: int = 4) -> None:
-        self.store = store
-        self.acknowledged: list[float] = []
-        self.refused: list[tuple[float, JournalWriteError]] = []
-        self._stop = threading.Event()
-        self._threads = [threading.Thread(target=self._run, args=(n,)) for n in range(threads)]
-        for thread in self._threads:
-            thread.start()
-
-    def _run(self, n: int) -> None:
-        for seq in itertools.count():
-            if self._stop.is_set():
-                return
-            key = f"key-{n}-{seq % 16}"
-            try:  # mostly durable calls' results (no marker), a run's end now and then
-                self.store.append(rc(key, seq) if seq % 4 == 0 else call(key, seq))
-                self.acknowledged.append(time.monotonic())
-            except JournalWriteError as exc:
-                self.refused.append((time.monotonic(), exc))
-
-    def stop(self) -> None:
-        self._stop.set()
-        for thread in self._threads:
-            thread.join()
-
-    def after_the_pause(self, since: float) -> tuple[float, int]:
-        """The longest pause of acknowledgements since ``since``, and how many came after it."""
-        times = sorted(t for t in self.acknowledged if t >= since)
-        gaps = [(b - a, n) for n, (a, b) in enumerate(itertools.pairwise([since, *times]))]
-        pause, at = max(gaps, default=(0.0, 0))
-        return pause, len(times) - at
-
-
 def tablet_servers(bootstrap: str) -> int:
     """How many tablet servers the coordinator lists as registered."""
 
@@ -116,36 +76,6 @@ def wait_for(condition, what: str, timeout: float = 90) -> None:
     while not condition():
         assert time.monotonic() < deadline, f"no {what} within {timeout:g} s"
         time.sleep(0.5)
-
-
-def test_appends_follow_a_new_leader_after_a_tablet_server_sigkill(
-    aj_fluss_cluster, aj_fluss_replicated
-):
-    """The open writer never moved to the new leader: appends stalled for ack_timeout_s and
-    failed with "bucket N had no reachable leader" although it had one."""
-    config = aj_fluss_replicated.model_copy(update={"ack_timeout_s": 60.0})
-    store = FlussStore(config)
-    appender = Appender(store)
-    try:
-        wait_for(lambda: len(appender.acknowledged) > 50, "appends")
-        killed_at = time.monotonic()
-        aj_fluss_cluster.kill_tablet_server(0)
-
-        # The new leaders are elected ~10 s after the kill; then appends go on (before, they
-        # stalled until ack_timeout_s, then failed).
-        def resumed() -> bool:
-            pause, after = appender.after_the_pause(killed_at)
-            return pause >= 1 and after >= 50
-
-        wait_for(resumed, "appends after the new leaders' election")
-    finally:
-        appender.stop()
-        store.close()
-    pause, _ = appender.after_the_pause(killed_at)
-    print(f"appends paused {pause:.1f} s after the kill; {len(appender.refused)} refused")
-    assert pause < 30, f"appends stalled {pause:.0f} s"
-    for _, refused in appender.refused:  # in flight at the kill: said so, with table and bucket
-        assert config.table in str(refused) and "bucket" in str(refused), refused
 
 
 def test_two_of_three_tablet_servers_sigkilled_appends_fail(aj_fluss_cluster, aj_fluss_replicated):
@@ -192,27 +122,35 @@ def test_a_restore_right_after_a_tablet_server_kill_waits_and_succeeds(
         reader.close()
 
 
+class Witness(Witnessing, FlussStore):
+    """The Fluss store, remembering what it acknowledged and refused."""
+
+
 def test_an_agent_through_a_tablet_server_sigkill_loses_nothing_and_runs_nothing_twice(
     tmp_path, aj_fluss_cluster, aj_fluss_replicated
 ):
+    """Appends in flight to the lost leader fail (counted as not written): the runner stops
+    at once, starting no durable call after the first refusal (it went on 12.5-41 s,
+    starting new runs), and a restore finishes the work."""
     snapshot = tmp_path / "snapshot"
     with CountingService(delay=0.005) as service:
-        store = FlussStore(aj_fluss_replicated)
+        store = Witness(aj_fluss_replicated)
         runner = LocalRunner(Orders(service.url), store)
+        half = KEYS * PER_KEY // 2
 
-        async def run() -> None:
-            task = asyncio.ensure_future(
-                runner.run_source(source(), pace=0.01, snapshot_path=snapshot, snapshot_every=5)
-            )
-            while not task.done() and service.executions() < KEYS * PER_KEY // 2:
-                await asyncio.sleep(0.05)
-            await asyncio.to_thread(aj_fluss_cluster.kill_tablet_server, 0)
-            await task
+        def kill() -> None:
+            aj_fluss_cluster.kill_tablet_server(0)
 
+        stopped_at = None
         try:
-            asyncio.run(run())
+            asyncio.run(
+                run_until(runner, lambda: service.executions() >= half, kill, pace=0.01,
+                          snapshot_path=snapshot, snapshot_every=5)
+            )  # fmt: skip
             again = None
-        except ActionJournalError:  # appends in flight to the lost leader: restore and go on
+        except ActionJournalError:  # appends in flight to the lost leader: restore, go on
+            stopped_at = time.time()
+            late = calls_after(service, store.first_refusal() or stopped_at)
             again = LocalRunner.restore(snapshot, Orders(service.url), store)
             asyncio.run(again.run_source(source()))
         finally:
@@ -222,3 +160,9 @@ def test_an_agent_through_a_tablet_server_sigkill_loses_nothing_and_runs_nothing
     assert outputs == set(range(KEYS * PER_KEY))
     assert not {call: n for call, n in counts.items() if n > 1}, "a call ran twice"
     assert len(counts) == 2 * KEYS * PER_KEY
+    if stopped_at is not None:
+        first = store.first_refusal()
+        assert first is not None
+        assert not late, f"{len(late)} durable calls started after the first JournalWriteError"
+        assert stopped_at - first <= 10, f"the runner went on {stopped_at - first:.0f} s"
+        print(f"runner stopped {stopped_at - first:.1f} s after the first refusal")

@@ -35,6 +35,11 @@ TRANSIENT = {
     KafkaError._WAIT_COORD,
     KafkaError._NODE_UPDATE,
 }
+# A topic a moment old is unknown to the brokers that have not caught up with the
+# controller yet (a subtask created it; another asks its partition's leader): retried this
+# long, so that a topic really deleted still says so within seconds.
+NEW_TOPIC = {KafkaError.UNKNOWN_TOPIC_OR_PART}
+_NEW_TOPIC_S = 5.0
 # One attempt waits this long at most, so that a request stuck on a dead leader is asked
 # again (of the new leader, once the metadata names it) instead of waiting out the budget.
 _ATTEMPT_S = 3.0
@@ -97,7 +102,8 @@ def retrying(
     runs before each retry: a client that asks a partition's leader must learn of a new one
     (librdkafka refreshes a consumer's metadata only every 5 minutes when it is not
     assigned the partition)."""
-    deadline = time.monotonic() + config.admin_timeout_s
+    began = time.monotonic()
+    deadline = began + config.admin_timeout_s
     while True:
         remaining = deadline - time.monotonic()
         try:
@@ -105,6 +111,9 @@ def retrying(
         except KafkaException as exc:
             error = exc.args[0]
             transient = error.retriable() or error.code() in TRANSIENT
+            if error.code() in NEW_TOPIC and time.monotonic() - began < _NEW_TOPIC_S:
+                time.sleep(0.2)
+                continue
             if transient and time.monotonic() < deadline:
                 time.sleep(0.2)
                 if refresh is not None:
