@@ -90,8 +90,8 @@ def test_two_of_three_brokers_sigkilled_appends_fail_promptly_then_a_restore_fin
     assert first_at - killed_at[0] <= timeout + 6, f"first refusal {first_at - killed_at[0]:.0f} s"
     # Once the journal refuses a write, no new durable call starts, and the runner stops
     # within seconds (the calls already running are the only ones in the window).
-    # NEEDS main's fail-fast (issue 32, lead): before it, 44 calls started after the first
-    # refusal and the runner raised minutes later.
+    # (the journal's fail-fast, issue 32: before it, 44 calls started after the first
+    # refusal and the runner raised minutes later)
     late = calls_after(service, first_at)
     assert not late, f"{len(late)} durable calls started after the first JournalWriteError"
     assert stopped_at - first_at <= 10, f"the runner went on {stopped_at - first_at:.0f} s"
