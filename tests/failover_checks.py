@@ -74,3 +74,27 @@ def calls_after(service: CountingService, refused: float) -> list[Any]:
     """The durable calls that reached the service more than :data:`IN_FLIGHT_S` after the
     store's first refusal at ``refused`` (wall clock): calls started after it."""
     return [arrival for arrival in service.arrivals if arrival.at > refused + IN_FLIGHT_S]
+
+
+def check_restore_after_a_kill(open_store: Any, kill: Any, keys: int = 40) -> float:
+    """Three records for each of ``keys`` keys, then ``kill()`` a server, then at once a new
+    store reads every key back: all there. Returns the seconds the restore took."""
+    from tests.store_checks import rc, seqs
+
+    names = [f"key-{n}" for n in range(keys)]
+    writer = open_store()
+    try:
+        for key in names:
+            for seq in range(3):
+                writer.append(rc(key, seq))
+    finally:
+        writer.close()
+    kill()
+    began = time.monotonic()
+    reader = open_store()
+    try:
+        found = {key: seqs(reader, key) for key in names}
+    finally:
+        reader.close()
+    assert found == {key: [0, 1, 2] for key in names}
+    return time.monotonic() - began

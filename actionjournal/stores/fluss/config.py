@@ -79,11 +79,6 @@ class FlussStoreConfig(BaseModel):
         object.__setattr__(self, "min_insync_replicas", wanted)
         return self
 
-    @property
-    def insync_replicas(self) -> int:
-        """``min_insync_replicas`` as filled in at validation (never None)."""
-        return insync_replicas(self.replication_factor, self.min_insync_replicas)
-
     @field_validator("database", "table")
     @classmethod
     def _legal_name(cls, name: str) -> str:

@@ -60,6 +60,7 @@ from actionjournal.stores.fluss.table import (
 )
 from actionjournal.stores.quarantine import KeyRead, store_options
 from actionjournal.stores.recovery import RecentProbes, RecoveryCache
+from actionjournal.stores.replication import insync_replicas
 
 __all__ = ["FlussStore", "FlussStoreConfig", "fluss_bucket"]
 
@@ -232,7 +233,8 @@ class FlussStore(Inspectable):
         request_timeout_s."""
         deadline = time.monotonic() + self.config.request_timeout_s / 2
         # As registered when the writer was made, then asked again while too few.
-        while len(self._watch.servers) < self.config.insync_replicas:
+        wanted = insync_replicas(self.config.replication_factor, self.config.min_insync_replicas)
+        while len(self._watch.servers) < wanted:
             if time.monotonic() > deadline:
                 break
             await asyncio.sleep(0.5)

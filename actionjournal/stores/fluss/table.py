@@ -10,6 +10,7 @@ import pyarrow as pa
 from actionjournal.durable.errors import StoreError
 from actionjournal.stores.fluss.config import FlussStoreConfig
 from actionjournal.stores.fluss.errors import codes
+from actionjournal.stores.replication import insync_replicas
 
 SCHEMA = pa.schema(
     [
@@ -98,10 +99,11 @@ def check_replication(info: Any, tablet_servers: int, cfg: FlussStoreConfig) -> 
             f"replication_factor={cfg.replication_factor} (use a new table, or set "
             f"replication_factor={replicas})"
         )
-    if tablet_servers < cfg.insync_replicas:
+    wanted = insync_replicas(cfg.replication_factor, cfg.min_insync_replicas)
+    if tablet_servers < wanted:
         found.append(
             f"the cluster at {cfg.bootstrap_servers} has {tablet_servers} tablet server(s) "
-            f"registered, below the configured min_insync_replicas={cfg.insync_replicas}: an "
+            f"registered, below the configured min_insync_replicas={wanted}: an "
             "append could not be kept on that many copies (start the tablet servers)"
         )
     return "; and ".join(found) or None
