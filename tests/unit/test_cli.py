@@ -113,6 +113,7 @@ J = ["journal", "inspect"]
 K = ["journal", "keys"]
 P = ["cleanup", "plan"]
 A = ["cleanup", "apply"]
+R = ["cleanup", "run"]
 Q = ["journal", "quarantine"]
 D = ["runs", "dead-letters"]
 
@@ -320,6 +321,74 @@ BAD_INPUTS = [
         "missing checkpoint",
         lambda w: [*P, *sqlite(w["journal"]), "--checkpoint", str(w["missing"])],
         "does not exist",
+    ),
+    ("run how often", lambda w: [*R, *sqlite(w["journal"]), "--snapshot", "s"], "--every DURATION"),
+    (
+        "run every 0",
+        lambda w: [*R, *sqlite(w["journal"]), "--snapshot", "s", "--every", "0"],
+        "give a duration above 0",
+    ),
+    (
+        "run every soon",
+        lambda w: [*R, *sqlite(w["journal"]), "--snapshot", "s", "--every", "soon"],
+        "'soon' is not a duration",
+    ),
+    (
+        "run without state",
+        lambda w: [*R, *sqlite(w["journal"]), "--every", "5m"],
+        "--snapshot FILE (a LocalRunner job) or --checkpoints DIR",
+    ),
+    (
+        "run with two kinds of state",
+        lambda w: [*R, *sqlite(w["journal"]), "--snapshot", "s", "--checkpoints", "c", "--once"],
+        "not both",
+    ),
+    (
+        "run once, twice",
+        lambda w: [*R, *sqlite(w["journal"]), "--snapshot", "s", "--once", "--max-rounds", "2"],
+        "leave out --max-rounds",
+    ),
+    (
+        "run metrics port out of range",
+        lambda w: [*R, *sqlite(w["journal"]), "--snapshot", "s", "--once", "--metrics-port", "7e4"],
+        "not a whole number",
+    ),
+    (
+        "run metrics port too high",
+        lambda w: [
+            *R,
+            *sqlite(w["journal"]),
+            "--snapshot",
+            "s",
+            "--once",
+            "--metrics-port",
+            "70000",
+        ],
+        "a port is 0 to 65535",
+    ),
+    (
+        "run on fluss",
+        lambda w: [*R, "--store", "fluss", "--bootstrap", "h:1", "--snapshot", "s", "--once"],
+        "cleanup does not apply to Fluss journals",
+    ),
+    (
+        "run for another operator",
+        lambda w: [
+            *R,
+            *sqlite(w["journal"]),
+            "--snapshot",
+            str(w["snapshot"]),
+            "--operator-uid",
+            "agent-two",
+            "--every",
+            "10ms",
+        ],
+        "not of operator 'agent-two'",
+    ),
+    (
+        "run once on a missing journal",
+        lambda w: [*R, *sqlite(w["missing"]), "--snapshot", str(w["snapshot"]), "--once"],
+        "round 1 failed: no SQLite journal",
     ),
     (
         "quarantine without position",

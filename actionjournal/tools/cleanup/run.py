@@ -18,8 +18,8 @@ from actionjournal.tools.store_options import (
 )
 from actionjournal.tools.toolkit import (
     EXIT_OK,
-    EXIT_REFUSED,
     ArgumentParser,
+    ToolError,
     UsageError,
     add_namespace_args,
     duration,
@@ -149,5 +149,5 @@ def run_main(argv: list[str]) -> int:
         logger.setLevel(before[0])
         logger.propagate = before[1]
     if loop.stopped_by is None and last is not None and last.result == "failed":
-        return EXIT_REFUSED
+        raise ToolError(f"round {last.round} failed: {last.error}")
     return EXIT_OK
