@@ -451,3 +451,10 @@ def test_bad_options_are_refused_when_the_loop_is_made(options, says):
     options = {"store": SqliteStoreConfig(path="j.db"), **options}
     with pytest.raises(ConfigurationError, match=re.escape(says)):
         CleanupLoop(**options)
+
+
+def test_the_documented_import_path():
+    import actionjournal.tools.cleanup as cleanup
+
+    for name in ("CleanupLoop", "CleanupMetrics", "RoundAbandoned", "RoundResult", "WrongJobError"):
+        assert name in cleanup.__all__ and getattr(cleanup, name).__name__ == name
