@@ -95,7 +95,7 @@ COMMANDS: dict[str, Node] = {
             "re-check the plan, journal its boundaries, then delete",
         ),
         "run": Command(
-            "actionjournal.tools.cleanup.run",
+            "actionjournal.tools.cleanup.cli",
             "run_main",
             "run_parser",
             "plan and apply every DURATION, beside a job (docs/operations.md)",

@@ -53,10 +53,7 @@ TIMEOUT_S = 60.0
 
 @pytest.fixture
 def journal(tmp_path):
-    store = SqliteStore(tmp_path / "j.db")
-    scenario = sc.build(store, tmp_path)
-    store.close()
-    return tmp_path / "j.db", scenario
+    return sc.build_sqlite(tmp_path)
 
 
 def sqlite_args(path):
@@ -292,13 +289,7 @@ def test_a_stop_signal_mid_round_leaves_what_the_next_round_finishes(journal, tm
 
     assert cli(["cleanup", "run", *sqlite_args(path), "--snapshot", str(scenario.s), "--once"]) == 0
     assert len(rows(path)) < len(before)
-    executed = len(sc.EXECUTED)
-    runner = sc.restore(SqliteStore(path), scenario.s)
-    assert len(sc.EXECUTED) == executed, "a durable call ran again after cleanup"
-    assert len(runner.outputs) == len(sc.HELD) + len(sc.AFTER_S)
-    with pytest.raises(CleanupBoundaryError):
-        sc.restore(SqliteStore(path), scenario.old)
-    assert len(sc.EXECUTED) == executed
+    sc.check_restores(lambda: SqliteStore(path), scenario, "cleanup deleted")
 
 
 def test_rounds_delete_then_say_nothing_and_show_in_metrics(journal, caplog):

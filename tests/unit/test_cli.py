@@ -114,6 +114,14 @@ K = ["journal", "keys"]
 P = ["cleanup", "plan"]
 A = ["cleanup", "apply"]
 R = ["cleanup", "run"]
+
+
+def run(world, *options, snapshot=None):
+    """``cleanup run`` on the world's journal, with its snapshot (or a name of none)."""
+    state = str(world[snapshot]) if snapshot else "s"
+    return [*R, *sqlite(world["journal"]), "--snapshot", state, *options]
+
+
 Q = ["journal", "quarantine"]
 D = ["runs", "dead-letters"]
 
@@ -322,50 +330,18 @@ BAD_INPUTS = [
         lambda w: [*P, *sqlite(w["journal"]), "--checkpoint", str(w["missing"])],
         "does not exist",
     ),
-    ("run how often", lambda w: [*R, *sqlite(w["journal"]), "--snapshot", "s"], "--every DURATION"),
-    (
-        "run every 0",
-        lambda w: [*R, *sqlite(w["journal"]), "--snapshot", "s", "--every", "0"],
-        "give a duration above 0",
-    ),
-    (
-        "run every soon",
-        lambda w: [*R, *sqlite(w["journal"]), "--snapshot", "s", "--every", "soon"],
-        "'soon' is not a duration",
-    ),
+    ("run how often", lambda w: run(w), "--every DURATION"),
+    ("run every 0", lambda w: run(w, "--every", "0"), "give a duration above 0"),
+    ("run every soon", lambda w: run(w, "--every", "soon"), "'soon' is not a duration"),
     (
         "run without state",
         lambda w: [*R, *sqlite(w["journal"]), "--every", "5m"],
         "--snapshot FILE (a LocalRunner job) or --checkpoints DIR",
     ),
-    (
-        "run with two kinds of state",
-        lambda w: [*R, *sqlite(w["journal"]), "--snapshot", "s", "--checkpoints", "c", "--once"],
-        "not both",
-    ),
-    (
-        "run once, twice",
-        lambda w: [*R, *sqlite(w["journal"]), "--snapshot", "s", "--once", "--max-rounds", "2"],
-        "leave out --max-rounds",
-    ),
-    (
-        "run metrics port out of range",
-        lambda w: [*R, *sqlite(w["journal"]), "--snapshot", "s", "--once", "--metrics-port", "7e4"],
-        "not a whole number",
-    ),
-    (
-        "run metrics port too high",
-        lambda w: [
-            *R,
-            *sqlite(w["journal"]),
-            "--snapshot",
-            "s",
-            "--once",
-            "--metrics-port",
-            "70000",
-        ],
-        "a port is 0 to 65535",
-    ),
+    ("run two kinds of state", lambda w: run(w, "--checkpoints", "c", "--once"), "not both"),
+    ("run once, twice", lambda w: run(w, "--once", "--max-rounds", "2"), "leave out --max-rounds"),
+    ("run port 7e4", lambda w: run(w, "--once", "--metrics-port", "7e4"), "not a whole number"),
+    ("run port 70000", lambda w: run(w, "--once", "--metrics-port", "70000"), "a port is 0 to"),
     (
         "run on fluss",
         lambda w: [*R, "--store", "fluss", "--bootstrap", "h:1", "--snapshot", "s", "--once"],
@@ -373,16 +349,7 @@ BAD_INPUTS = [
     ),
     (
         "run for another operator",
-        lambda w: [
-            *R,
-            *sqlite(w["journal"]),
-            "--snapshot",
-            str(w["snapshot"]),
-            "--operator-uid",
-            "agent-two",
-            "--every",
-            "10ms",
-        ],
+        lambda w: run(w, "--every", "10ms", "--operator-uid", "agent-two", snapshot="snapshot"),
         "not of operator 'agent-two'",
     ),
     (

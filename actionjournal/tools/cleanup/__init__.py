@@ -3,9 +3,9 @@ needs, safely; by hand, or continuously beside a job (:class:`CleanupLoop`).
 
 One job per module: ``state`` (the oldest restorable state: snapshot, checkpoint, time),
 ``plan`` (per partition, the first record that must stay), ``document`` (the plan file and
-its digest), ``apply`` (re-check, journal the boundaries, delete), ``cli`` (options and
-output of plan and apply), ``loop`` (rounds of plan and apply), ``metrics`` (the loop's),
-``run`` (its command). The rule is in docs/operations.md and DESIGN "Cleanup".
+its digest), ``apply`` (re-check, journal the boundaries, delete), ``loop`` (rounds of
+plan and apply), ``metrics`` (the loop's), ``cli`` (the commands' options and output).
+The rule is in docs/operations.md and DESIGN "Cleanup".
 """
 
 from __future__ import annotations

@@ -18,6 +18,24 @@ ROUND_RESULTS = ("deleted", "nothing", "failed")
 MAX_ERROR_CHARS = 500
 
 
+_TOTALS = {  # counters of what successful rounds did: attribute of RoundResult -> help
+    "records_deleted": "Records of the namespace and operator deleted from the journal",
+    "bytes_deleted": "Encoded bytes of the records deleted",
+    "runs_deleted": "Completed runs whose records went",
+}
+_GAUGES = {
+    "records_kept": "Records of the namespace and operator the last successful round left",
+    "bytes_kept": "Encoded bytes of the records the last successful round left",
+    "last_success_timestamp_seconds": "When the last round that did not fail ended (Unix "
+    "time; 0: none yet)",
+    "last_error_timestamp_seconds": "When the last failed round ended (Unix time; 0: none yet)",
+    "consecutive_failures": "Rounds failed in a row (0 after a round that did not fail): alert "
+    "when it grows",
+    "last_round_seconds": "How long the last round took (reading the journal, re-checking, "
+    "deleting)",
+}
+
+
 class CleanupMetrics:
     """The metrics of one :class:`~actionjournal.tools.cleanup.CleanupLoop`."""
 
@@ -33,71 +51,36 @@ class CleanupMetrics:
         )
         for result in ROUND_RESULTS:
             self._rounds.labels(result)
-        self._records = Counter(
-            "actionjournal_cleanup_records_deleted",
-            "Records of the namespace and operator deleted from the journal",
-            registry=r,
-        )
-        self._bytes = Counter(
-            "actionjournal_cleanup_bytes_deleted",
-            "Encoded bytes of the records deleted",
-            registry=r,
-        )
-        self._runs = Counter(
-            "actionjournal_cleanup_runs_deleted", "Completed runs whose records went", registry=r
-        )
-        self._records_kept = Gauge(
-            "actionjournal_cleanup_records_kept",
-            "Records of the namespace and operator the last successful round left in the journal",
-            registry=r,
-        )
-        self._bytes_kept = Gauge(
-            "actionjournal_cleanup_bytes_kept",
-            "Encoded bytes of the records the last successful round left in the journal",
-            registry=r,
-        )
-        self._last_success = Gauge(
-            "actionjournal_cleanup_last_success_timestamp_seconds",
-            "When the last round that did not fail ended (Unix time; 0: none yet)",
-            registry=r,
-        )
-        self._last_error_at = Gauge(
-            "actionjournal_cleanup_last_error_timestamp_seconds",
-            "When the last failed round ended (Unix time; 0: none yet)",
-            registry=r,
-        )
+        self._totals = {
+            name: Counter(f"actionjournal_cleanup_{name}", text, registry=r)
+            for name, text in _TOTALS.items()
+        }
+        self._gauges = {
+            name: Gauge(f"actionjournal_cleanup_{name}", text, registry=r)
+            for name, text in _GAUGES.items()
+        }
         self._last_error = Info(
             "actionjournal_cleanup_last_error",
             "The error of the last failed round (label error; empty: none yet)",
             registry=r,
         )
         self._last_error.info({"error": ""})
-        self._failing = Gauge(
-            "actionjournal_cleanup_consecutive_failures",
-            "Rounds failed in a row (0 after a round that did not fail): alert when it grows",
-            registry=r,
-        )
-        self._seconds = Gauge(
-            "actionjournal_cleanup_last_round_seconds",
-            "How long the last round took (reading the journal, re-checking, deleting)",
-            registry=r,
-        )
 
     def record(self, result: RoundResult) -> None:
         self._rounds.labels(result.result).inc()
-        self._seconds.set(result.seconds)
+        gauges = self._gauges
+        gauges["last_round_seconds"].set(result.seconds)
         if result.result == "failed":
-            self._last_error_at.set(result.ended_at)
+            gauges["last_error_timestamp_seconds"].set(result.ended_at)
+            gauges["consecutive_failures"].inc()
             self._last_error.info({"error": (result.error or "")[:MAX_ERROR_CHARS]})
-            self._failing.inc()
             return
-        self._records.inc(result.records_deleted)
-        self._bytes.inc(result.bytes_deleted)
-        self._runs.inc(result.runs_deleted)
-        self._records_kept.set(result.records_kept)
-        self._bytes_kept.set(result.bytes_kept)
-        self._last_success.set(result.ended_at)
-        self._failing.set(0)
+        for name, counter in self._totals.items():
+            counter.inc(getattr(result, name))
+        gauges["records_kept"].set(result.records_kept)
+        gauges["bytes_kept"].set(result.bytes_kept)
+        gauges["last_success_timestamp_seconds"].set(result.ended_at)
+        gauges["consecutive_failures"].set(0)
 
     def value(self, name: str, **labels: str) -> float:
         """One sample by its exposed name, e.g. ``value("actionjournal_cleanup_rounds_total",
