@@ -310,9 +310,18 @@ class CleanupLoop:
             f"({fmt_bytes(kept_bytes)}) stay"
         )
         return RoundResult(
-            n, "deleted", started, time.time(), message, what, records, size, runs, kept,
-            kept_bytes,
-        )  # fmt: skip
+            n,
+            "deleted",
+            started,
+            time.time(),
+            message,
+            state=what,
+            records_deleted=records,
+            bytes_deleted=size,
+            runs_deleted=runs,
+            records_kept=kept,
+            bytes_kept=kept_bytes,
+        )
 
     def _nothing(
         self, n: int, started: float, plan: CleanupPlan, what: str, why: str
@@ -320,9 +329,15 @@ class CleanupLoop:
         kept, kept_bytes = _kept(plan)
         message = f"round {n}: nothing to delete for {what}: {why}; {kept} records stay"
         return RoundResult(
-            n, "nothing", started, time.time(), message, what, records_kept=kept,
+            n,
+            "nothing",
+            started,
+            time.time(),
+            message,
+            state=what,
+            records_kept=kept,
             bytes_kept=kept_bytes,
-        )  # fmt: skip
+        )
 
     def _failed(self, n: int, started: float, error: str, final: bool) -> RoundResult:
         then = (
