@@ -48,6 +48,12 @@ COMMANDS: dict[str, Node] = {
             "keys_parser",
             "the keys of a namespace with their runs and last activity",
         ),
+        "events": Command(
+            "actionjournal.tools.journal.events",
+            "main",
+            "parser",
+            "the journal's events with what led to each, as Flink Agents' Event Log (JSON lines)",
+        ),
         "quarantine": Command(
             "actionjournal.tools.journal.quarantine",
             "main",

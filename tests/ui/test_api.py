@@ -78,6 +78,13 @@ def test_a_run_timeline_shows_the_restart_and_what_it_replayed(made, start_ui):
         assert any(b["kind"] == "reconciled" for b in t["bars"])
         assert t["outcome"]["status"] == "completed"
         assert [r["seq"] for r in bob["key_runs"]] == [0]
+        # Lineage: each completed action says which event it ran on; its events, where from.
+        completed = [e for e in t["entries"] if e["kind"] == "ActionCompleted"]
+        assert completed and all(e["details"].get("trigger_event_id") for e in completed)
+        sent = [ev for e in completed for ev in e["details"].get("events", [])]
+        assert sent and all(ev["upstream_event_id"] and ev["action"] for ev in sent)
+        ids = {ev["id"] for ev in sent} | {e["details"]["trigger_event_id"] for e in completed}
+        assert all(ev["upstream_event_id"] in ids for ev in sent)
         carol = _run_of(c, "carol")["timeline"]
         kinds = [e["kind"] for e in carol["entries"]]
         assert kinds.count("CallAttemptFailed") == 2  # the quote's and the payment's first

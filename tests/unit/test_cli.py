@@ -137,6 +137,16 @@ BAD_INPUTS = [
     ("not sqlite", lambda w: [*J, *sqlite(w["text"])], "file is not a database"),
     ("malformed page", lambda w: [*J, *sqlite(w["malformed"])], "malformed"),
     ("malformed page, keys", lambda w: [*K, *sqlite(w["malformed"])], "malformed"),
+    (
+        "malformed page, events",
+        lambda w: ["journal", "events", *sqlite(w["malformed"])],
+        "malformed",
+    ),
+    (
+        "events --out a file",
+        lambda w: ["journal", "events", *sqlite(w["journal"]), "--out", str(w["text"])],
+        "not a directory",
+    ),
     ("malformed page, dead letters", lambda w: [*D, *sqlite(w["malformed"])], "malformed"),
     ("bad --since, dead letters", lambda w: [*D, *sqlite(w["journal"]), "--since", "x"], "--since"),
     (

@@ -263,7 +263,8 @@ def _action_completed(record: ActionCompleted, item: jr.Scanned, b: Builder) -> 
         ok, attributes = b.shown.decode(event.attributes)
         shown = b.shown.text(attributes, "event") if ok else str(attributes)
         event_doc = {"id": event.id, "type": event.type, "attributes": shown,
-                     "action": record.action}  # fmt: skip
+                     "action": record.action,  # lineage: the action and event it came from
+                     "upstream_event_id": record.trigger_event_id}  # fmt: skip
         sent.append(event_doc)
         b.events.append({**event_doc, "position": item.position, "at": record.at})
     ops = []
@@ -279,6 +280,7 @@ def _action_completed(record: ActionCompleted, item: jr.Scanned, b: Builder) -> 
         f"action {record.action} completed: {len(sent)} event(s) sent, {len(ops)} memory update(s)",
         events=sent,
         memory=ops,
+        trigger_event_id=record.trigger_event_id,
     )
 
 
