@@ -100,6 +100,12 @@ COMMANDS: dict[str, Node] = {
             "apply_parser",
             "re-check the plan, journal its boundaries, then delete",
         ),
+        "run": Command(
+            "actionjournal.tools.cleanup.cli",
+            "run_main",
+            "run_parser",
+            "plan and apply every DURATION, beside a job (docs/operations.md)",
+        ),
     },
     "dev": {
         "kafka": Command(

@@ -201,14 +201,20 @@ def describe(config: ToolStoreConfig) -> str:
     return f"Fluss table {config.database}.{config.table} on {config.bootstrap_servers}"
 
 
-def record_codec(args: argparse.Namespace) -> RecordCodec:
+def signing_key(args: argparse.Namespace) -> str | None:
+    """The job's ``journal.signing_key`` from the variable ``--signing-key-env`` names."""
     var = getattr(args, "signing_key_env", None)
     if not var:
-        return RecordCodec()
+        return None
     value = os.environ.get(var)
     if not value:
         raise UsageError(f"--signing-key-env {var}: the environment variable is not set")
-    return RecordCodec(value.encode())
+    return value
+
+
+def record_codec(args: argparse.Namespace) -> RecordCodec:
+    key = signing_key(args)
+    return RecordCodec(key.encode() if key else None)
 
 
 @contextlib.contextmanager

@@ -46,6 +46,9 @@ PACKAGES = {
     "event form.",
     "actionjournal.reconcilers": "Settling calls whose outcome a crash left unknown "
     "([reconcilers](../reconcilers.md)).",
+    "actionjournal.tools.cleanup": "Cleanup of the journal: `CleanupLoop`, the continuous "
+    "cleanup `actionjournal cleanup run` runs, for a scheduler of your own, and the plan and "
+    "apply steps ([operations](../operations.md#continuous-cleanup-cleanup-run)).",
     "actionjournal.testing": "For your test suites: counting services, crash points, local "
     "Flink environments and the restore harness ([testing](../testing.md)).",
     "actionjournal.testing.harness": "The restore-scenario harness: steps, journals by store "

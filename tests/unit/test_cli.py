@@ -113,6 +113,15 @@ J = ["journal", "inspect"]
 K = ["journal", "keys"]
 P = ["cleanup", "plan"]
 A = ["cleanup", "apply"]
+R = ["cleanup", "run"]
+
+
+def run(world, *options, snapshot=None):
+    """``cleanup run`` on the world's journal, with its snapshot (or a name of none)."""
+    state = str(world[snapshot]) if snapshot else "s"
+    return [*R, *sqlite(world["journal"]), "--snapshot", state, *options]
+
+
 Q = ["journal", "quarantine"]
 D = ["runs", "dead-letters"]
 
@@ -330,6 +339,33 @@ BAD_INPUTS = [
         "missing checkpoint",
         lambda w: [*P, *sqlite(w["journal"]), "--checkpoint", str(w["missing"])],
         "does not exist",
+    ),
+    ("run how often", lambda w: run(w), "--every DURATION"),
+    ("run every 0", lambda w: run(w, "--every", "0"), "give a duration above 0"),
+    ("run every soon", lambda w: run(w, "--every", "soon"), "'soon' is not a duration"),
+    (
+        "run without state",
+        lambda w: [*R, *sqlite(w["journal"]), "--every", "5m"],
+        "--snapshot FILE (a LocalRunner job) or --checkpoints DIR",
+    ),
+    ("run two kinds of state", lambda w: run(w, "--checkpoints", "c", "--once"), "not both"),
+    ("run once, twice", lambda w: run(w, "--once", "--max-rounds", "2"), "leave out --max-rounds"),
+    ("run port 7e4", lambda w: run(w, "--once", "--metrics-port", "7e4"), "not a whole number"),
+    ("run port 70000", lambda w: run(w, "--once", "--metrics-port", "70000"), "a port is 0 to"),
+    (
+        "run on fluss",
+        lambda w: [*R, "--store", "fluss", "--bootstrap", "h:1", "--snapshot", "s", "--once"],
+        "cleanup does not apply to Fluss journals",
+    ),
+    (
+        "run for another operator",
+        lambda w: run(w, "--every", "10ms", "--operator-uid", "agent-two", snapshot="snapshot"),
+        "not of operator 'agent-two'",
+    ),
+    (
+        "run once on a missing journal",
+        lambda w: [*R, *sqlite(w["missing"]), "--snapshot", str(w["snapshot"]), "--once"],
+        "round 1 failed: no SQLite journal",
     ),
     (
         "quarantine without position",
