@@ -16,7 +16,7 @@ from actionjournal.durable.errors import RecordError, StoreError
 from actionjournal.durable.records import JournalRecord
 from actionjournal.durable.store import ScanFilter, ScannedRecord
 from actionjournal.stores.kafka.config import KafkaStoreConfig
-from actionjournal.stores.kafka.errors import advice, describe
+from actionjournal.stores.kafka.errors import TRANSIENT, advice, describe
 
 _HEADER = 5  # magic, version, type, flags
 _MAC = 32
@@ -214,18 +214,24 @@ def consume(
 def _until_error(
     messages: list[Message], where: str, position: int, end: int, config: KafkaStoreConfig
 ) -> tuple[list[Message], int]:
-    """The messages before the first error event; at the partition's end the read is over."""
-    for n, message in enumerate(messages):
+    """The messages before the first error event; at the partition's end the read is over.
+    A leader change on the way (a broker lost) is ridden through: its error events are left
+    out, the consumer fetches from the new leader by itself, and a read that stops making
+    progress fails after admin_timeout_s."""
+    kept: list[Message] = []
+    for message in messages:
         error = message.error()
         if error is None:
-            continue
-        if error.code() == KafkaError._PARTITION_EOF:
-            return messages[:n], end
-        at = offset_of(messages[n - 1]) if n else position - 1
-        raise StoreError(
-            f"reading {where} failed after offset {at}: {describe(error)}. {advice(error, config)}"
-        )
-    return messages, position
+            kept.append(message)
+        elif error.code() == KafkaError._PARTITION_EOF:
+            return kept, end
+        elif error.code() not in TRANSIENT:
+            at = offset_of(kept[-1]) if kept else position - 1
+            raise StoreError(
+                f"reading {where} failed after offset {at}: {describe(error)}. "
+                f"{advice(error, config)}"
+            )
+    return kept, position
 
 
 def scanned(
