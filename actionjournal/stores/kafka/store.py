@@ -48,7 +48,7 @@ from actionjournal.stores.kafka.read import (
     gc_paused,
     headers,
     offset_of,
-    scanned,
+    scanned_batch,
 )
 from actionjournal.stores.quarantine import KeyRead, decode_range, store_options
 from actionjournal.stores.recovery import (
@@ -395,16 +395,12 @@ class KafkaStore(Cleanable):
                 "auto.offset.reset": "error",
             }
         )
-        decode = self.codec.decode
         place = f"topic {self.topic} partition {partition}"
         done = 0
         try:
             with closing(consume(consumer, self.config, partition, start, end)) as batches:
                 for messages in batches:
-                    for message in messages:
-                        item = scanned(message, wanted, decode, place)
-                        if item is not None:
-                            yield item
+                    yield from scanned_batch(messages, wanted, self.codec, place)
                     done = offset_of(messages[-1]) + 1 - start
                     if progress is not None:
                         progress(done, end - start)
