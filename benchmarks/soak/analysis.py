@@ -69,8 +69,8 @@ def windows(
             "outputs_per_s": outputs[i] / WINDOW_S,
         }
         for kind, values in latencies.items():
-            row[f"{kind}_p50_s"] = _round(percentile(values[i], 0.5))
-            row[f"{kind}_p99_s"] = _round(percentile(values[i], 0.99))
+            row[f"{kind}_p50_s"] = rounded(percentile(values[i], 0.5))
+            row[f"{kind}_p99_s"] = rounded(percentile(values[i], 0.99))
         rows.append(row)
     return rows
 
@@ -112,17 +112,17 @@ def recovery(
                 "at_s": fault.at_s,
                 "recovery_s": None
                 if limit is None
-                else _round(0.0 if late_until is None else late_until + STEP_S - fault.wall),
-                "output_gap_s": _round(gap),
+                else rounded(0.0 if late_until is None else late_until + STEP_S - fault.wall),
+                "output_gap_s": rounded(gap),
                 "replacement_s": _since(fault, fault.back_wall),
                 "running_again_s": _since(fault, fault.running_wall),
             }
         )
-    return _round(limit), found
+    return rounded(limit), found
 
 
 def _since(fault: FaultRecord, moment: float | None) -> float | None:
-    return None if moment is None else _round(moment - fault.wall)
+    return None if moment is None else rounded(moment - fault.wall)
 
 
 def _longest_gap(arrivals: Sequence[float], start: float, end: float) -> float:
@@ -141,11 +141,14 @@ def rss_slopes(
 ) -> dict[str, dict[str, Any]]:
     """Per TaskManager, MB/min of its RSS (JVM, Python workers, both) fitted from warm-up on:
     ``warmup_s`` after its first sample or after the latest TaskManager loss before its
-    last sample (every worker restarts with the job), whichever is later."""
-    series: dict[str, list[tuple[float, float, float]]] = {}
+    last sample (every worker restarts with the job), whichever is later. And the slope of
+    its heap's low points (the least heap in use of each minute: what collections leave)."""
+    series: dict[str, list[tuple[float, float, float, float | None]]] = {}
     for sample in samples:
         for name, memory in sample.get("taskmanagers", {}).items():
-            series.setdefault(name, []).append((sample["t"], memory["jvm_mb"], memory["python_mb"]))
+            series.setdefault(name, []).append(
+                (sample["t"], memory["jvm_mb"], memory["python_mb"], memory.get("heap_used_mb"))
+            )
     losses = sorted(f.running_wall or f.wall for f in faults if f.kind == "tm-kill")
     slopes = {}
     for name, points in series.items():
@@ -161,16 +164,42 @@ def rss_slopes(
         }
         if len(kept) >= 6 and kept[-1][0] - kept[0][0] >= 60:
             t = [(p[0] - kept[0][0]) / 60 for p in kept]
-            entry["jvm_mb_per_min"] = _round(_slope(t, [p[1] for p in kept]))
-            entry["python_mb_per_min"] = _round(_slope(t, [p[2] for p in kept]))
-            entry["mb_per_min"] = _round(_slope(t, [p[1] + p[2] for p in kept]))
+            entry["jvm_mb_per_min"] = rounded(_slope(t, [p[1] for p in kept]))
+            entry["python_mb_per_min"] = rounded(_slope(t, [p[2] for p in kept]))
+            entry["mb_per_min"] = rounded(_slope(t, [p[1] + p[2] for p in kept]))
+            lows: dict[int, float] = {}
+            for minute, p in zip(t, kept, strict=True):
+                if p[3] is not None:
+                    lows[int(minute)] = min(lows.get(int(minute), p[3]), p[3])
+            if len(lows) >= 3:
+                entry["heap_low_mb_per_min"] = rounded(_slope(list(lows), list(lows.values())))
         slopes[name] = entry
     return slopes
+
+
+def cpu_per_order(samples: Sequence[Mapping[str, Any]], orders: int) -> dict[str, float | None]:
+    """Milliseconds of CPU per order, by role (python workers, JVMs, brokers, service), from
+    the first sample to the last (a process's first sample is its start), and of the whole
+    machine: what the soak's processes did not use of it, others on the machine did."""
+    if not samples or not orders:
+        return {}
+    seen: dict[str, dict[str, tuple[float, float]]] = {}
+    for sample in samples:
+        for role, pids in sample.get("cpu", {}).items():
+            for pid, seconds in pids.items():
+                first, _ = seen.setdefault(role, {}).get(pid, (seconds, seconds))
+                seen[role][pid] = (first, max(seconds, first))
+    used = {role: sum(b - a for a, b in pids.values()) for role, pids in seen.items()}
+    found: dict[str, float | None] = {r: rounded(s * 1000 / orders, 1) for r, s in used.items()}
+    machine = samples[-1].get("machine_cpu_s", 0) - samples[0].get("machine_cpu_s", 0)
+    found["machine"] = rounded(machine * 1000 / orders, 1)
+    found["others_on_machine"] = rounded((machine - sum(used.values())) * 1000 / orders, 1)
+    return found
 
 
 def _slope(x: Sequence[float], y: Sequence[float]) -> float:
     return statistics.linear_regression(x, y).slope
 
 
-def _round(value: float | None, digits: int = 3) -> float | None:
+def rounded(value: float | None, digits: int = 3) -> float | None:
     return None if value is None else round(value, digits)

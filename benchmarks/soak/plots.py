@@ -28,14 +28,15 @@ def write_plots(results: Mapping[str, Any], directory: Path) -> list[Path]:
         return (t - start) / 60
 
     def plot(name: str, title: str, ylabel: str, draw: Callable[[Axes], None]) -> Path:
-        figure, axes = plt.subplots(figsize=(10, 3.6), layout="constrained")
+        figure, axes = plt.subplots(figsize=(11, 3.6), layout="constrained")
         draw(axes)
         _mark_faults(axes, faults, minutes)
+        _mark_pauses(axes, results["sessions"], minutes)
         axes.set_title(title)
         axes.set_xlabel("minutes")
         axes.set_ylabel(ylabel)
         axes.grid(alpha=0.3)
-        axes.legend(loc="upper left", fontsize="small")
+        axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small")
         path = directory / f"{name}.png"
         figure.savefig(path, dpi=110)
         plt.close(figure)
@@ -58,9 +59,12 @@ def write_plots(results: Mapping[str, Any], directory: Path) -> list[Path]:
     def rss(axes: Axes) -> None:
         names = sorted({n for s in samples for n in s.get("taskmanagers", {})})
         for name in names:
-            for part, style in (("jvm_mb", "-"), ("python_mb", "--")):
+            for part, style, what in (
+                ("jvm_mb", "-", "JVM"),
+                ("python_mb", "--", "Python workers"),
+                ("heap_used_mb", ":", "heap in use"),
+            ):
                 values = [s.get("taskmanagers", {}).get(name, {}).get(part) for s in samples]
-                what = "JVM" if part == "jvm_mb" else "Python workers"
                 axes.plot(st, _gaps(values), style, label=f"{name} {what}")
 
     def checkpoints(axes: Axes) -> None:
@@ -80,12 +84,12 @@ def write_plots(results: Mapping[str, Any], directory: Path) -> list[Path]:
         values = [s["journal"].get("records") for s in samples]
         records.plot(st, _gaps(values), color="tab:orange", label="records retained")
         records.set_ylabel("records")
-        records.legend(loc="upper right", fontsize="small")
+        records.legend(loc="lower left", bbox_to_anchor=(1.01, 0), fontsize="small")
 
     return [
         plot("throughput", "Throughput", "per second", throughput),
         plot("latency", "End-to-end latency (per 10 s window)", "seconds", latency),
-        plot("rss", "TaskManager RSS", "MB", rss),
+        plot("rss", "TaskManager memory (RSS; the JVM's heap is touched at start)", "MB", rss),
         plot("checkpoint", "Checkpoint size (RocksDB, incremental)", "MB", checkpoints),
         plot("journal", "Journal size (Kafka topic, continuous cleanup)", "MB", journal),
     ]
@@ -111,6 +115,12 @@ def _mark_faults(axes: Axes, faults: Sequence[Mapping[str, Any]], minutes: Any) 
                 label=None if label in labelled else label,
             )  # fmt: skip
             labelled.add(label)
+
+
+def _mark_pauses(axes: Axes, sessions: Sequence[Sequence[float]], minutes: Any) -> None:
+    """An interrupted soak's pause until it was resumed, in grey."""
+    for (_, ended), (resumed, _) in zip(sessions, sessions[1:], strict=False):
+        axes.axvspan(minutes(ended), minutes(resumed), color="grey", alpha=0.15, label="paused")
 
 
 def _gaps(values: Sequence[float | None]) -> list[float]:

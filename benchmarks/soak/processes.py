@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from actionjournal.dev.flink import FlinkCluster, flink_home
+from actionjournal.dev.flink import MARKER, FlinkCluster, flink_home
 from actionjournal.dev.kafka import KafkaCluster
 from actionjournal.dev.process import alive, cmdline, send_signal
 from benchmarks.soak import service
@@ -156,7 +156,9 @@ class Processes:
         ]  # fmt: skip
         done = subprocess.run(
             command,
-            env={**os.environ, **self.flink.env()},
+            # the cluster's marker: a soak killed during the submit leaves a client that the
+            # next one finds and ends like the cluster's own processes
+            env={**os.environ, **self.flink.env(), MARKER: str(self.flink.workdir)},
             cwd=ROOT,
             capture_output=True,
             text=True,

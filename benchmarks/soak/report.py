@@ -90,7 +90,7 @@ def results(
         "rate_target_per_s": settings.rate,
         "rate_sent_per_s": round(found.inputs / max(1e-9, last_sent - first_sent), 2),
         "latency_s": {
-            f"{kind}_{q}": analysis._round(analysis.percentile(values, p))
+            f"{kind}_{q}": analysis.rounded(analysis.percentile(values, p))
             for kind, values in latencies.items()
             for q, p in (("p50", 0.5), ("p99", 0.99))
         },
@@ -104,6 +104,7 @@ def results(
             "max": max(journal, default=None),
             "end": journal[-1] if journal else None,
         },
+        "cpu_ms_per_order": analysis.cpu_per_order(samples, found.inputs),
         "checkpoint_bytes_end": samples[-1].get("checkpoint", {}).get("state_bytes")
         if samples
         else None,

@@ -162,7 +162,7 @@ class Soak:
         s, p = self.settings, self.processes
         pending = [f for f in s.faults if f.at_s >= self._faults_done_until()]
         broker_back: tuple[float, FaultRecord] | None = None
-        next_line = 0.0
+        next_line = next_save = 0.0
         old_jobs_removed = len(self.state.job_ids) < 2
         while self.state.phase == "load" and self.elapsed() < s.seconds:
             now = self.elapsed()
@@ -187,6 +187,10 @@ class Soak:
             if now >= next_line:
                 self._progress(now)
                 next_line = now + 60
+            if now >= next_save:  # a soak killed now resumes at most this far back
+                self.state.elapsed_s, self.load_start = now, time.time()
+                self.save()
+                next_save = now + 5
             time.sleep(1)
         if broker_back is not None:
             faulting.restart_broker(p, broker_back[1])

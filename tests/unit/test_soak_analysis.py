@@ -46,13 +46,16 @@ def test_rss_slope_is_fitted_after_warmup_from_the_latest_taskmanager_loss():
         t = 1000.0 + 5 * n
         jvm = 500 + (t - 1000) / 60 * 30 if t < 1300 else 600  # climbs 30 MB/min, then flat
         python = 200 + (t - 1000) / 60 * 1.0  # climbs 1 MB/min throughout
-        samples.append({"t": t, "taskmanagers": {"tm-0": {"jvm_mb": jvm, "python_mb": python}}})
+        heap = 100 + (t - 1000) / 60 * 2.0 + (80 if n % 4 else 0)  # its low points 2 MB/min
+        memory = {"jvm_mb": jvm, "python_mb": python, "heap_used_mb": heap}
+        samples.append({"t": t, "taskmanagers": {"tm-0": memory}})
     loss = FaultRecord("tm-kill", 100, 1100.0, "tm-1", running_wall=1120.0)
     slopes = analysis.rss_slopes(samples, [loss], warmup_s=180)
     fitted = slopes["tm-0"]
     assert fitted["from"] == 1300.0  # 180 s after the job ran again on it
     assert fitted["jvm_mb_per_min"] == pytest.approx(0.0, abs=1e-6)
     assert fitted["python_mb_per_min"] == pytest.approx(1.0)
+    assert fitted["heap_low_mb_per_min"] == pytest.approx(2.0, abs=0.3)
     summary = {"rss": slopes, "rss_slope_limit_mb_per_min": 0.5}
     assert report.climbing(summary) == ["tm-0"]
     assert report.climbing({**summary, "rss_slope_limit_mb_per_min": None}) == []
