@@ -3,6 +3,7 @@ line labelled with what was killed, a killed broker's downtime shaded."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -119,7 +120,7 @@ def _mark_faults(axes: Axes, faults: Sequence[Mapping[str, Any]], minutes: Any) 
 
 def _mark_pauses(axes: Axes, sessions: Sequence[Sequence[float]], minutes: Any) -> None:
     """An interrupted soak's pause until it was resumed, in grey."""
-    for (_, ended), (resumed, _) in zip(sessions, sessions[1:], strict=False):
+    for (_, ended), (resumed, _) in itertools.pairwise(sessions):
         axes.axvspan(minutes(ended), minutes(resumed), color="grey", alpha=0.15, label="paused")
 
 
