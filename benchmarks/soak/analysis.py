@@ -8,8 +8,9 @@ when the agent wrote it).
 
 A fault's **recovery** is the time from the kill until the job is back to normal: the last
 moment after the kill (before the next fault) at which some order sent more than ``L``
-earlier still had no committed result, where ``L`` is the committed p99 latency before the
-first fault. Every order is committed within ``L`` again from then on (0 when the fault
+earlier still had no committed result, where ``L`` is the committed p99 latency of the
+orders sent after warm-up (the start-up's catch-up left out) and committed before the first
+fault. Every order is committed within ``L`` again from then on (0 when the fault
 never held an order back longer than that). ``output_gap_s`` is the longest time without
 any committed result after the kill.
 """
@@ -80,10 +81,18 @@ def recovery(
     sent: Mapping[int, float],
     committed: Mapping[int, float],
     end: float,
+    steady_from: float | None = None,
 ) -> tuple[float | None, list[dict[str, Any]]]:
-    """The normal latency ``L`` and, per fault, its recovery and output gap (module doc)."""
+    """The normal latency ``L`` and, per fault, its recovery and output gap (module doc);
+    ``L`` from the orders sent from ``steady_from`` on, all of them if none was."""
     first = min((f.wall for f in faults), default=end)
     before = [committed[i] - t for i, t in sent.items() if i in committed and committed[i] < first]
+    steady = [
+        committed[i] - t
+        for i, t in sent.items()
+        if steady_from is not None and t >= steady_from and i in committed and committed[i] < first
+    ]
+    before = steady or before
     limit = percentile(before, 0.99)
     ordered = sorted(sent.items(), key=lambda item: item[1])
     times = [t for _, t in ordered]
@@ -142,7 +151,8 @@ def rss_slopes(
     """Per TaskManager, MB/min of its RSS (JVM, Python workers, both) fitted from warm-up on:
     ``warmup_s`` after its first sample or after the latest TaskManager loss before its
     last sample (every worker restarts with the job), whichever is later. And the slope of
-    its heap's low points (the least heap in use of each minute: what collections leave)."""
+    its heap's low points (each sample where the heap in use fell since the one before: what a
+    collection left), when there are three of them a minute apart or more."""
     series: dict[str, list[tuple[float, float, float, float | None]]] = {}
     for sample in samples:
         for name, memory in sample.get("taskmanagers", {}).items():
@@ -167,12 +177,15 @@ def rss_slopes(
             entry["jvm_mb_per_min"] = rounded(_slope(t, [p[1] for p in kept]))
             entry["python_mb_per_min"] = rounded(_slope(t, [p[2] for p in kept]))
             entry["mb_per_min"] = rounded(_slope(t, [p[1] + p[2] for p in kept]))
-            lows: dict[int, float] = {}
-            for minute, p in zip(t, kept, strict=True):
-                if p[3] is not None:
-                    lows[int(minute)] = min(lows.get(int(minute), p[3]), p[3])
-            if len(lows) >= 3:
-                entry["heap_low_mb_per_min"] = rounded(_slope(list(lows), list(lows.values())))
+            lows = [
+                (minute, p[3])
+                for minute, p, before in zip(t[1:], kept[1:], kept, strict=False)
+                if p[3] is not None and before[3] is not None and p[3] < before[3]
+            ]
+            if len(lows) >= 3 and lows[-1][0] - lows[0][0] >= 1:
+                entry["heap_low_mb_per_min"] = rounded(
+                    _slope([m for m, _ in lows], [h for _, h in lows])
+                )
         slopes[name] = entry
     return slopes
 

@@ -28,16 +28,24 @@ def write_plots(results: Mapping[str, Any], directory: Path) -> list[Path]:
     def minutes(t: float) -> float:
         return (t - start) / 60
 
-    def plot(name: str, title: str, ylabel: str, draw: Callable[[Axes], None]) -> Path:
-        figure, axes = plt.subplots(figsize=(11, 3.6), layout="constrained")
-        draw(axes)
-        _mark_faults(axes, faults, minutes)
-        _mark_pauses(axes, results["sessions"], minutes)
-        axes.set_title(title)
-        axes.set_xlabel("minutes")
-        axes.set_ylabel(ylabel)
-        axes.grid(alpha=0.3)
-        axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small")
+    def plot(
+        name: str, title: str, ylabel: str | Sequence[str], *draws: Callable[[Axes], None]
+    ) -> Path:
+        """One panel per ``draws`` (stacked, one time axis), each with its own ``ylabel``."""
+        figure, panels = plt.subplots(
+            len(draws), figsize=(11, 1.2 + 2.4 * len(draws)), sharex=True, layout="constrained",
+            squeeze=False,
+        )  # fmt: skip
+        labels = [ylabel] if isinstance(ylabel, str) else list(ylabel)
+        for axes, draw, label in zip(panels[:, 0], draws, labels, strict=True):
+            draw(axes)
+            _mark_faults(axes, faults, minutes)
+            _mark_pauses(axes, results["sessions"], minutes)
+            axes.set_ylabel(label)
+            axes.grid(alpha=0.3)
+            _legend(axes)
+        panels[0, 0].set_title(title)
+        panels[-1, 0].set_xlabel("minutes")
         path = directory / f"{name}.png"
         figure.savefig(path, dpi=110)
         plt.close(figure)
@@ -57,16 +65,15 @@ def write_plots(results: Mapping[str, Any], directory: Path) -> list[Path]:
                 axes.plot(wt, _gaps(values), style, label=f"{kind} {q}")
         axes.set_yscale("log")
 
-    def rss(axes: Axes) -> None:
-        names = sorted({n for s in samples for n in s.get("taskmanagers", {})})
-        for name in names:
-            for part, style, what in (
-                ("jvm_mb", "-", "JVM"),
-                ("python_mb", "--", "Python workers"),
-                ("heap_used_mb", ":", "heap in use"),
-            ):
+    names = sorted({n for s in samples for n in s.get("taskmanagers", {})})
+
+    def memory(part: str) -> Callable[[Axes], None]:
+        def draw(axes: Axes) -> None:
+            for name in names:
                 values = [s.get("taskmanagers", {}).get(name, {}).get(part) for s in samples]
-                axes.plot(st, _gaps(values), style, label=f"{name} {what}")
+                axes.plot(st, _gaps(values), label=name)
+
+        return draw
 
     def checkpoints(axes: Axes) -> None:
         for field, label in (
@@ -85,15 +92,33 @@ def write_plots(results: Mapping[str, Any], directory: Path) -> list[Path]:
         values = [s["journal"].get("records") for s in samples]
         records.plot(st, _gaps(values), color="tab:orange", label="records retained")
         records.set_ylabel("records")
-        records.legend(loc="lower left", bbox_to_anchor=(1.01, 0), fontsize="small")
 
     return [
         plot("throughput", "Throughput", "per second", throughput),
         plot("latency", "End-to-end latency (per 10 s window)", "seconds", latency),
-        plot("rss", "TaskManager memory (RSS; the JVM's heap is touched at start)", "MB", rss),
+        plot(
+            "rss",
+            "TaskManager memory: RSS of the JVM (its heap touched at start), of its Python "
+            "workers, and the heap in use",
+            ("JVM RSS, MB", "workers RSS, MB", "heap in use, MB"),
+            memory("jvm_mb"),
+            memory("python_mb"),
+            memory("heap_used_mb"),
+        ),
         plot("checkpoint", "Checkpoint size (RocksDB, incremental)", "MB", checkpoints),
         plot("journal", "Journal size (Kafka topic, continuous cleanup)", "MB", journal),
     ]
+
+
+def _legend(axes: Axes) -> None:
+    """One legend right of the panel for its lines and those of its twin (a ``twinx`` axes,
+    at the same place, whose scale is on the right: the legend keeps clear of it)."""
+    handles, names = axes.get_legend_handles_labels()
+    for twin in axes.figure.axes:
+        if twin is not axes and twin.get_position().bounds == axes.get_position().bounds:
+            more = twin.get_legend_handles_labels()
+            handles, names = handles + more[0], names + more[1]
+    axes.legend(handles, names, loc="upper left", bbox_to_anchor=(1.08, 1), fontsize="small")
 
 
 def _mark_faults(axes: Axes, faults: Sequence[Mapping[str, Any]], minutes: Any) -> None:

@@ -69,7 +69,8 @@ def results(
     load: Mapping[str, str],
     cleanup_rounds: Mapping[str, int],
 ) -> dict[str, Any]:
-    limit, recovered = analysis.recovery(faults, sent, committed, ended_at)
+    steady_from = load_started_at + settings.warmup_s
+    limit, recovered = analysis.recovery(faults, sent, committed, ended_at, steady_from)
     slopes = analysis.rss_slopes(samples, faults, settings.warmup_s)
     latencies = {
         kind: [arrivals[i] - t for i, t in sent.items() if i in arrivals]
@@ -153,8 +154,8 @@ def closing_line(found: Verdict, summary: Mapping[str, Any], minutes: float) -> 
         f"keys={found.keys} calls={found.calls} "
         f"latency_p50/p99={_s(latency['committed_p50'])}/{_s(latency['committed_p99'])}s "
         f"recovery={recovery or 'no faults'} rss_slope_mb_per_min={rss or 'n/a'} "
-        f"journal_bytes_start={journal['after_warmup']} journal_bytes_end={journal['end']} "
-        f"(max {journal['max']})"
+        f"journal_bytes_start={journal['start']} journal_bytes_after_warmup="
+        f"{journal['after_warmup']} journal_bytes_end={journal['end']} (max {journal['max']})"
     )
 
 
