@@ -7,11 +7,12 @@ the checkpoint that commits the sink's transaction) or ``processed`` (``read_unc
 when the agent wrote it).
 
 A fault's **recovery** is the time from the kill until the job is back to normal: the last
-moment after the kill (before the next fault) at which some order sent more than ``L``
-earlier still had no committed result, where ``L`` is the committed p99 latency of the
-orders sent after warm-up (the start-up's catch-up left out) and committed before the first
-fault. Every order is committed within ``L`` again from then on (0 when the fault
-never held an order back longer than that). ``output_gap_s`` is the longest time without
+moment after the kill at which some order sent more than ``L`` earlier still had no
+committed result, before a ``HOLD_S`` span in which every order was committed within ``L``
+(or before the next fault), where ``L`` is the committed p99 latency of the orders sent after
+warm-up (the start-up's catch-up left out) and committed before the first fault. 0 when the
+fault never held an order back longer than that; a later slowdown (the machine's load), after
+the job had caught up, is not the fault's. ``output_gap_s`` is the longest time without
 any committed result after the kill.
 """
 
@@ -26,6 +27,8 @@ from benchmarks.soak.settings import FaultRecord
 
 WINDOW_S = 10.0
 STEP_S = 0.5
+HOLD_S = 30.0
+"""Caught up this long (three checkpoints of the soak), a job has recovered."""
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:
@@ -105,13 +108,17 @@ def recovery(
     found = []
     for n, fault in enumerate(sorted(faults, key=lambda f: f.wall)):
         until = faults[n + 1].wall if n + 1 < len(faults) else end
-        late_until = None
+        late_until = on_time_since = None
         if limit is not None:
             t = fault.wall
             while t < until:
                 k = bisect.bisect_right(times, t - limit) - 1
                 if k >= 0 and latest[k] > t:
-                    late_until = t
+                    late_until, on_time_since = t, None
+                elif late_until is not None and on_time_since is None:
+                    on_time_since = t
+                if on_time_since is not None and t - on_time_since >= HOLD_S:
+                    break
                 t += STEP_S
         gap = _longest_gap(arrivals, fault.wall, until)
         found.append(

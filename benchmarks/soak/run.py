@@ -188,7 +188,8 @@ class Soak:
                 self._progress(now)
                 next_line = now + 60
             if now >= next_save:  # a soak killed now resumes at most this far back
-                self.state.elapsed_s, self.load_start = now, time.time()
+                # elapsed() again: a fault above may have taken its time since ``now``
+                self.state.elapsed_s, self.load_start = self.elapsed(), time.time()
                 self.save()
                 next_save = now + 5
             time.sleep(1)

@@ -28,6 +28,20 @@ def test_recovery_is_the_time_until_every_order_is_committed_within_the_normal_l
     assert found["recovery_s"] == pytest.approx(50.0, abs=0.6)
     # results stopped at 100.9 s (the last order before the outage) and came back at 150 s
     assert found["output_gap_s"] == pytest.approx(49.1, abs=0.05)
+    # a slowdown long after the job had caught up is not the fault's
+    committed[1800] = 185.0  # sent at 180 s, committed 5 s later
+    assert analysis.recovery([fault], sent, committed, 200.0)[1][0]["recovery_s"] == pytest.approx(
+        50.0, abs=0.6
+    )
+
+
+def test_the_normal_latency_leaves_out_the_start_ups_catch_up():
+    sent = steady(200)
+    # the first 30 s were committed late (the job was starting), then 1 s after sending
+    committed = {i: (t + 1 if t >= 30 else 40.0) for i, t in sent.items()}
+    fault = FaultRecord("tm-kill", 100, 100.0, "tm-0")
+    assert analysis.recovery([fault], sent, committed, 200.0)[0] > 30
+    assert analysis.recovery([fault], sent, committed, 200.0, steady_from=30.0)[0] == 1.0
 
 
 def test_a_fault_that_delays_nothing_recovers_in_zero_and_a_lost_order_never_recovers():
