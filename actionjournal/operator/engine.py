@@ -43,6 +43,8 @@ from actionjournal.durable.values import ValueCodec
 from actionjournal.operator.config import RunFailurePolicy
 from actionjournal.operator.dead_letters import DeadLetter
 from actionjournal.operator.failures import RunFailures, redrive_check
+from actionjournal.operator.markers import Journals, KeyMarker
+from actionjournal.operator.recovered import Recovered
 from actionjournal.operator.run import Run, RunEnv, RunResult
 from actionjournal.stores.base import JournalStore
 
@@ -51,6 +53,7 @@ log = logging.getLogger(__name__)
 # raises, what is wrong, and what to do (upgrade mode logs and audits only what is wrong).
 Mismatch = tuple[type[RecoveryError], str, str]
 
+MAX_HISTORY = 16  # older journals a job remembers for its markers (one per upgrade)
 RECORD_HEADROOM = 4096
 """Bytes of a record besides its value (identities, digests, timestamps, signature)."""
 
@@ -62,12 +65,19 @@ class PendingInput(msgspec.Struct, array_like=True):
 
 
 class KeyState(msgspec.Struct, array_like=True):
-    """Everything a key needs to resume; Flink checkpoints it as keyed state."""
+    """Everything a key needs to resume; Flink checkpoints it as keyed state.
+
+    The recovery marker is one of ``marker`` (the whole store identity; state written by
+    older releases, or where no operator keeps the job's journals) and ``at`` (a reference
+    to a journal the job keeps, :mod:`~actionjournal.operator.markers`); read it with
+    :meth:`AgentEngine.marker_of`.
+    """
 
     next_seq: int = 0
     pending: list[PendingInput] = []
     memory: bytes | None = None  # ValueCodec bytes of short-term memory
     marker: Marker | None = None
+    at: KeyMarker | None = None
 
 
 class AgentEngine:
@@ -92,9 +102,15 @@ class AgentEngine:
         _limit_payloads(values, store)
         self.env = RunEnv(agent, store, self.config, values, self.counts)
         self.failures = RunFailures(self.env, on_run_failure, run_failure_restarts)
-        self._journals: dict[str, KeyJournal] = {}
-        self._recovered: set[str] = set()
+        self._journals: dict[str, KeyJournal] = {}  # keys with recorded runs still to replay
+        self._recovered = Recovered(store.identity, self.config.epoch)
         self._audited: set[tuple[StoreIdentity, int]] = set()
+        self.journals = Journals()  # what compact markers may reference
+        self.journals.add(store.identity, self.config.epoch)
+        self._history: list[JournalBinding] = []  # restored bindings other than ours
+        self.compact_markers = False
+        """Keep markers as references (``KeyState.at``): set where the job keeps
+        :attr:`history` and its binding once, beside the keys' state."""
 
     @property
     def agent(self) -> Agent:
@@ -139,7 +155,7 @@ class AgentEngine:
         if recorded.dead_letters > pending.redrive:  # dead-lettered before a restart
             return self.failures.replayed(key, key_id, pending.input, recorded)
         memory = self.env.values.decode(state.memory) if state.memory else {}
-        marker = state.marker
+        marker = self.marker_of(state)
         stale = marker is not None and self._foreign(marker.store, marker.epoch, "", "") is not None
         consequence = self.failures.consequence(recorded)
         run = Run(
@@ -159,7 +175,7 @@ class AgentEngine:
         except Exception as exc:
             return await self.failures.failed(run, recorded, exc)
 
-    def complete(self, state: KeyState, result: RunResult) -> KeyState:
+    def complete(self, state: KeyState, result: RunResult, key_id: str) -> KeyState:
         """The key's state after its oldest pending run finished with ``result`` (a dead
         letter keeps the memory the key had before the run)."""
         memory = (
@@ -167,20 +183,26 @@ class AgentEngine:
             if result.dead_letter is not None
             else self.env.values.encode(result.memory, "short-term memory")
         )
-        return KeyState(
-            next_seq=state.next_seq,
-            pending=state.pending[1:],
-            memory=memory,
-            marker=result.marker or state.marker,
-        )
+        marker, at = state.marker, state.at
+        if result.marker is not None:
+            self._recovered.wrote(key_id, result.marker, key_id in self._journals)
+            if self.compact_markers:
+                marker, at = None, self.journals.compact(result.marker)
+            else:
+                marker, at = result.marker, None
+        return KeyState(state.next_seq, state.pending[1:], memory, marker, at)
+
+    def marker_of(self, state: KeyState) -> Marker | None:
+        """The key's recovery marker, with the journal it points into."""
+        return self.journals.marker_of(state.marker, state.at)
 
     # -- recovery ---------------------------------------------------------------
 
     def _recorded_run(self, key_id: str, state: KeyState) -> RecordedRun:
         seq = state.pending[0].seq
-        if key_id not in self._recovered:
+        if self._recovered.needs_read(key_id, self.marker_of(state)):
             recovered = self.recover(key_id, state)  # raises again if asked again after failing
-            self._recovered.add(key_id)
+            self._recovered.read(key_id)
             if recovered.runs or recovered.uncertain:
                 self._journals[key_id] = recovered
         journal = self._journals.get(key_id)
@@ -225,7 +247,7 @@ class AgentEngine:
             len(records),
             journal.records,
         )
-        if marker is None and state.marker is None:
+        if marker is None and self.marker_of(state) is None:
             self._check_unknown_key(key_id, journal)
         if marker is not None:
             self._check_boundaries(key_id, marker, journal)
@@ -276,7 +298,20 @@ class AgentEngine:
         """The journal, namespace and epoch this job's state is written against from now on."""
         return JournalBinding(self.store.identity, self.config.epoch, self.config.namespace)
 
-    def bind(self, restored: Iterable[JournalBinding], *, audit: bool = True) -> JournalBinding:
+    @property
+    def history(self) -> list[JournalBinding]:
+        """The bindings restored state was written against besides :attr:`binding`, oldest
+        first: keys that have not run since may still hold markers into them. A job keeps
+        them with its binding, so that such a marker is refused naming its journal."""
+        return list(self._history)
+
+    def bind(
+        self,
+        restored: Iterable[JournalBinding],
+        *,
+        audit: bool = True,
+        history: Iterable[JournalBinding] = (),
+    ) -> JournalBinding:
         """Refuse restored state written against another journal, before any key runs.
 
         ``restored`` are the bindings checkpointed with the state (a Flink job keeps one per
@@ -286,9 +321,17 @@ class AgentEngine:
         mode a binding of another journal, namespace or an older epoch is skipped, with one
         log line and one audit record per skipped journal when ``audit`` (one subtask of a
         job audits for all). Returns the binding to checkpoint from now on.
+
+        ``history``: the older bindings checkpointed with the state (:attr:`history`), which
+        keys' markers may still reference.
         """
+        restored = list(dict.fromkeys(restored))
+        known = [b for b in dict.fromkeys([*history, *restored]) if b != self.binding]
+        for old in known:
+            self.journals.add(old.store, old.epoch)
+        self._history = known[-MAX_HISTORY:]
         subject = "the restored state"
-        for old in dict.fromkeys(restored):
+        for old in restored:
             if not self._usable(old.store, old.epoch, old.format_version, subject, "", audit):
                 continue
             ours = self.config.namespace
@@ -311,7 +354,7 @@ class AgentEngine:
         In upgrade mode a marker of another journal or an older epoch is skipped
         (``None``): the key reads the current journal, of the current epoch, from its start.
         """
-        marker = state.marker
+        marker = self.marker_of(state)
         if marker is None:
             return None
         subject = f"recovery marker of key {key_id}"

@@ -14,7 +14,7 @@ A processing-time timer per busy key stays armed a second ahead all the same: Fl
 checkpoints timers, so it fires after a restore and resumes the key's pending runs
 through replay. Without the draining operator that timer also polls for finished
 runs. An event-time timer at the end of time fires when a bounded input ends and
-drains the key's remaining runs before the job finishes.
+drains the key's remaining runs before the job finishes. An idle key keeps no timer.
 """
 
 from __future__ import annotations
@@ -60,6 +60,7 @@ from actionjournal.operator.key_runs import KeyRuns
 from actionjournal.operator.wakeups import RunWakeups
 from actionjournal.stores.base import JournalStore
 from actionjournal.stores.config import open_store
+from actionjournal.stores.seen import SeenKeys
 
 END_OF_TIME = 2**63 - 1  # an event-time timer here fires when a bounded input ends
 BUNDLE_SIZE = "python.fn-execution.bundle.size"
@@ -75,6 +76,7 @@ DEAD_LETTERS = OutputTag("actionjournal-dead-letters", Types.PICKLED_BYTE_ARRAY(
 # the job consumes the dead letters.
 RESTORED = "actionjournal.restored"
 RESTORED_BINDINGS = "actionjournal.restored-bindings"
+RESTORED_HISTORY = "actionjournal.restored-history"
 DEAD_LETTERS_CONSUMED = "actionjournal.dead-letters"
 NOT_KEPT = (
     "agent %s cannot reach its operator's wake-up socket, so the journal binding is not "
@@ -289,10 +291,12 @@ class AgentFunction(KeyedProcessFunction):
                 log.warning(NOT_KEPT, self.agent.operator_uid)
             else:
                 self._wakeups.send_binding(binding)
+                # The operator keeps the journals, so keys keep references to them.
+                self.engine.compact_markers = True
         self._resume_at: dict[str, int] = {}  # with wake-ups: each busy key's timer, in ms
         # Keys saved since the start, when it restored no state (else None; see _load).
         fresh = runtime_context.get_job_parameter(RESTORED, "") == "false"
-        self._saved: set[str] | None = set() if fresh else None
+        self._saved = SeenKeys() if fresh else None
 
     def _bind(self, runtime_context: RuntimeContext) -> str | None:
         """Refuse state written against another journal before any element or timer runs;
@@ -301,19 +305,24 @@ class AgentFunction(KeyedProcessFunction):
         if restored is None:  # PyFlink's own operator (no JDK, or thread mode): per key only
             return None
         first = runtime_context.get_index_of_this_subtask() == 0
+        bindings = self._restored(restored)
+        history = self._restored(runtime_context.get_job_parameter(RESTORED_HISTORY, "[]"))
+        if not bindings and runtime_context.get_job_parameter(RESTORED, "") == "true" and first:
+            log.warning(NO_BINDING, self.agent.operator_uid)
+        binding = self.engine.bind(bindings, audit=first, history=history)  # one audits
+        return msgspec.json.encode(binding).decode()
+
+    def _restored(self, parameter: str) -> list[JournalBinding]:
+        """Bindings the agent operator restored (a job parameter, JSON)."""
         try:
-            bindings = msgspec.json.decode(restored, type=list[JournalBinding])
+            return msgspec.json.decode(parameter, type=list[JournalBinding])
         except msgspec.DecodeError as exc:
             raise CorruptRecordError(
                 f"the journal binding restored with agent {self.agent.operator_uid}'s state "
-                f"does not decode ({exc}): {restored[:200]!r}; run the actionjournal release "
+                f"does not decode ({exc}): {parameter[:200]!r}; run the actionjournal release "
                 "that took the checkpoint",
                 f"operator state of {self.agent.operator_uid}",
             ) from None
-        if not bindings and runtime_context.get_job_parameter(RESTORED, "") == "true" and first:
-            log.warning(NO_BINDING, self.agent.operator_uid)
-        binding = self.engine.bind(bindings, audit=first)  # one subtask audits for all
-        return msgspec.json.encode(binding).decode()
 
     def close(self) -> None:
         self._loop.call_soon_threadsafe(self._loop.stop)
@@ -361,7 +370,7 @@ class AgentFunction(KeyedProcessFunction):
             if drain:
                 concurrent.futures.wait([runs.future])
             for result in runs.collect():
-                state = self.engine.complete(state, result)
+                state = self.engine.complete(state, result, key_id)
                 self._save(key_id, state)
                 for event in result.outputs:
                     output = event.attributes["output"]
@@ -436,15 +445,21 @@ class AgentFunction(KeyedProcessFunction):
         timers.register_processing_time_timer(now + int(delay_ms))
 
     def _disarm(self, ctx: Any, key_id: str) -> None:
-        """The key is idle: its resume timer would only find nothing to do."""
+        """The key is idle: its timers would only find nothing to do. An idle key keeps no
+        timer: one per key ever seen would grow Flink's state with the keys, and at the end
+        of a bounded input every one of them would fire (docs/scale.md)."""
+        timers = ctx.timer_service()
+        timers.delete_event_time_timer(END_OF_TIME)
         at = self._resume_at.pop(key_id, None)
-        if at is not None and at > ctx.timer_service().current_processing_time():
-            ctx.timer_service().delete_processing_time_timer(at)
+        if at is not None and at > timers.current_processing_time():
+            timers.delete_processing_time_timer(at)
 
     def _load(self, key_id: str) -> KeyState:
         """The key's state. A job that restored no state has none for a key this function
         never saved: reading it would ask the Java side (about 3 ms a key on a MiniCluster),
-        which a key's first input then paid every time."""
+        which a key's first input then paid every time. The keys saved are kept in fixed
+        memory (:class:`SeenKeys`): a key taken for saved when it was not is read, as in a
+        restored job."""
         if self._saved is not None and key_id not in self._saved:
             return KeyState()
         data = self._state.value()

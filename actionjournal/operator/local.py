@@ -33,6 +33,7 @@ from actionjournal.durable.stats import JournalMetrics
 from actionjournal.operator.config import RunFailurePolicy
 from actionjournal.operator.dead_letters import DeadLetter
 from actionjournal.operator.engine import AgentEngine, KeyState
+from actionjournal.operator.markers import Journals
 from actionjournal.stores.base import JournalStore
 
 log = logging.getLogger(__name__)
@@ -60,6 +61,15 @@ class Snapshot(msgspec.Struct):
     operator_uid: str = ""
     # The journal and epoch the state was written against (None: an older snapshot).
     binding: JournalBinding | None = None
+    # Older journals keys' markers may reference (AgentEngine.history).
+    history: list[JournalBinding] = []
+
+    def journals(self) -> Journals:
+        """The journals the keys' markers may reference (``Journals.marker_of``)."""
+        journals = Journals()
+        for binding in [*self.history, *([self.binding] if self.binding else [])]:
+            journals.add(binding.store, binding.epoch)
+        return journals
 
 
 OutputSink = Callable[[Any, Event], None]
@@ -92,6 +102,7 @@ class LocalRunner:
         on_dead_letter: Callable[[DeadLetter], None] | None = None,
     ) -> None:
         self.engine = AgentEngine(agent, store, config, on_run_failure, run_failure_restarts)
+        self.engine.compact_markers = True  # snapshots keep the journals they reference
         self.on_output = on_output
         self.on_dead_letter = on_dead_letter
         self.states: dict[str, tuple[Any, KeyState]] = {}
@@ -212,7 +223,7 @@ class LocalRunner:
                     break
                 result = await self.engine.run_next(key, key_id, state)
                 key, state = self.states[key_id]  # inputs may have arrived meanwhile
-                self.states[key_id] = (key, self.engine.complete(state, result))
+                self.states[key_id] = (key, self.engine.complete(state, result, key_id))
                 for event in result.outputs:
                     self.outputs.append((key, event))
                     if self.on_output is not None:
@@ -241,6 +252,7 @@ class LocalRunner:
             self.engine.config.namespace,
             self.engine.agent.operator_uid,
             self.engine.binding,
+            self.engine.history,
         )
         path = Path(path)
         tmp = path.with_name(path.name + ".tmp")
@@ -278,7 +290,8 @@ class LocalRunner:
             )
         if snap.binding is None:
             log.warning(NO_BINDING, path)
-        runner.engine.bind([snap.binding] if snap.binding else [])  # before any key runs
+        # Before any key runs.
+        runner.engine.bind([snap.binding] if snap.binding else [], history=snap.history)
         values = runner.engine.env.values
         runner.inputs_consumed = snap.inputs_consumed
         runner.states = {k.key_id: (values.decode(k.key), k.state) for k in snap.keys}

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from abc import abstractmethod
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Container, Iterator, Sequence
 from dataclasses import dataclass
 from operator import attrgetter, itemgetter
 from typing import Generic, Protocol, TypeVar, cast
@@ -262,7 +262,7 @@ class RecoveryWindow(Generic[R]):
         self.size = 0  # bytes held, roughly
         self.costs: dict[str, int] = {}  # each key's part of it, not summed again when taken
 
-    def cover(self, start: int, end: int, scan: Scan[R], served: Collection[str]) -> None:
+    def cover(self, start: int, end: int, scan: Scan[R], served: Container[str]) -> None:
         """Read what ``[start, end)`` adds to the window, leaving out keys in ``served``."""
         if start < self.start:  # a marker older than what was read so far
             self._add(scan(start, self.start, True), served, earlier=True)
@@ -271,7 +271,7 @@ class RecoveryWindow(Generic[R]):
             self._add(scan(self.end, end, False), served, earlier=False)
             self.end = end
 
-    def _add(self, found: dict[str, list[R]], served: Collection[str], earlier: bool) -> None:
+    def _add(self, found: dict[str, list[R]], served: Container[str], earlier: bool) -> None:
         for key_id, entries in found.items():
             if key_id in served:
                 continue
@@ -316,7 +316,7 @@ class RecoveryCache(Generic[R]):
         start: int,
         end: int,
         scan: Scan[R],
-        served: Collection[str],
+        served: Container[str],
     ) -> list[R]:
         """The key's records at ``[start, end)``, read through its partition's window.
 

@@ -166,3 +166,41 @@ def test_restore_against_another_journal_or_namespace_runs_nothing_until_upgrade
         journals.recreate(journal)
         message = refused(tmp_path, service.url, service, store(journal), savepoint, "again")
         assert "StoreRecreatedError" in message and "deleted and recreated" in message
+
+
+def test_a_key_that_did_not_run_since_an_upgrade_is_refused_naming_the_old_journal(
+    tmp_path, aj_sqlite
+):
+    # Keys keep a short reference to their journal; the agent operator keeps the journals
+    # themselves, the current one and, after an upgrade, the old one, so that a key which has
+    # not run since is still refused naming its journal once upgrade mode is off.
+    upgraded = journals.derive(aj_sqlite, 2)
+    with CountingService() as service:
+        first = savepoint_of_first_job(tmp_path, service.url, service, store(aj_sqlite), "rocksdb")
+        env = local_env(  # one subtask: it reports the new binding (it gets inputs)
+            tmp_path / "checkpoints-upgrade",
+            parallelism=1,
+            restore_from=first,
+            state_backend="rocksdb",
+        )
+        settings = Configuration()
+        settings.set_string("execution.state-recovery.ignore-unclaimed-state", "true")
+        env.configure(settings)
+        sink = JsonLines(tmp_path / "upgrade.jsonl")
+        filler = [json.dumps({"k": -1, "i": -1})] * 400
+        source = paced_source(env, NEW_KEYS + filler, 8, name="upgrade")  # keys 0-3 do not run
+        job(env, service.url, store(upgraded), source, upgrade=True).map(sink)
+        client = env.execute_async("binding-upgrade")
+        deadline = time.monotonic() + 900  # a bound, not a speed claim
+        while len(sink.read()) < len(NEW_KEYS) and time.monotonic() < deadline:
+            assert not client.get_job_status().result().is_globally_terminal_state()
+            time.sleep(0.2)
+        second = stop_with_savepoint(client, tmp_path / "savepoints-upgrade")
+        service.wait_idle()
+
+        message = refused_job(
+            tmp_path, service.url, service, store(upgraded), second, "stale",
+            inputs=ALL_KEYS[len(NEW_KEYS):], state_backend="rocksdb",
+        )  # fmt: skip
+    assert "MarkerMismatchError" in message and "recovery marker of key" in message
+    assert f"references sqlite journal {journals.name_of(aj_sqlite)!r}" in message

@@ -169,4 +169,37 @@ def test_a_fully_replayed_run_moves_the_marker_into_the_new_journal(tmp_path):
     # A failure before the first new checkpoint: the old state again, run 2 fully replays.
     runner = asyncio.run(go(new_store, upgrade, [("k", 1), ("k", 2)], restore=tmp_path / "old"))
     [(_, state)] = runner.states.values()
-    assert state.marker.store == new_store.identity
+    assert runner.engine.marker_of(state).store == new_store.identity
+
+
+def test_a_marker_from_before_an_upgrade_is_refused_naming_its_journal_two_snapshots_later(
+    tmp_path,
+):
+    # Keys keep a short reference to their journal, which the snapshot names once: it must
+    # keep naming the old journal after the upgrade, for keys that have not run since.
+    class Echo(Agent):
+        uid = "echo"
+
+        @action(InputEvent)
+        def handle(self, event, ctx):
+            pass
+
+    old_store, new_store = SqliteStore(tmp_path / "old.db"), SqliteStore(tmp_path / "new.db")
+
+    async def go(store, config, inputs, restore=None, save=None):
+        runner = (
+            LocalRunner.restore(restore, Echo(), store, config)
+            if restore
+            else LocalRunner(Echo(), store, config)
+        )
+        await runner.run(inputs)
+        if save:
+            runner.snapshot(save)
+        return runner
+
+    asyncio.run(go(old_store, None, [("a", 1), ("b", 1)], save=tmp_path / "old"))
+    upgrade = JournalConfig(upgrade="fresh")
+    asyncio.run(go(new_store, upgrade, [("b", 2)], restore=tmp_path / "old", save=tmp_path / "new"))
+    asyncio.run(go(new_store, upgrade, [("a", 2)], restore=tmp_path / "new"))  # skipped again
+    with pytest.raises(MarkerMismatchError, match=f"references sqlite journal '{old_store.path}'"):
+        asyncio.run(go(new_store, None, [("a", 3)], restore=tmp_path / "new"))

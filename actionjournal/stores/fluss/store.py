@@ -44,6 +44,7 @@ from actionjournal.stores.fluss.loop import Loop, acknowledged, own_loop
 from actionjournal.stores.fluss.read import Run, Runs, collect, decode_runs, runs_cost
 from actionjournal.stores.fluss.table import check_table, create_table, table_info
 from actionjournal.stores.quarantine import KeyRead, store_options
+from actionjournal.stores.seen import SeenKeys
 
 __all__ = ["FlussActionStateStore", "FlussStore", "FlussStoreConfig", "fluss_bucket"]
 
@@ -113,8 +114,9 @@ class FlussStore(JournalStore):
         self._read_lock = threading.Lock()
         self._windows = RecoveryCache(config.recovery_cache_bytes, control=False, cost=runs_cost)
         self._wave_ends: RecentProbes[int] = RecentProbes()  # see _end_of
-        # Keys already read, by namespace/operator: read again, they need the current end.
-        self._served: dict[tuple[str, str], set[str]] = {}
+        # Keys already read, by namespace/operator: read again, they need the current end
+        # (in fixed memory: a key taken for read before is only read the slower way).
+        self._served: dict[tuple[str, str], SeenKeys] = {}
         self._earliest: tuple[float, dict[int, int]] = (0.0, {})
         _open_stores.add(self)
         log.info(
@@ -397,7 +399,7 @@ class FlussStore(JournalStore):
         bucket = self.partition_of(key_id)
         where = f"table {self.name} bucket {bucket}"
         with self._read_lock:
-            served = self._served.setdefault((namespace, operator_uid), set())
+            served = self._served.setdefault((namespace, operator_uid), SeenKeys())
             again = key_id in served
             try:
                 entries, start, high = self._entries(
@@ -426,7 +428,7 @@ class FlussStore(JournalStore):
         key_id: str,
         after: Marker | None,
         again: bool,
-        served: set[str],
+        served: SeenKeys,
     ) -> tuple[list[Run], int, int]:
         """The key's entries at ``[start, high)`` and that range (see :meth:`read_key`)."""
         high = self._end_of(bucket, 0.0 if again else _WAVE_S, earliest=after is None)
