@@ -24,6 +24,7 @@ from benchmarks import (
     bench_kafka,
     bench_peer,
     bench_retry,
+    bench_scale,
     report,
 )
 from benchmarks.common import BenchContext, unavailable
@@ -35,6 +36,7 @@ MODULES = [
     bench_kafka,
     bench_fluss,
     bench_flink,
+    bench_scale,
     bench_peer,
     bench_retry,
     bench_examples,
