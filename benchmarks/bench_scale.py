@@ -21,13 +21,12 @@ import os
 import socket
 import statistics
 import subprocess
-import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 
-from actionjournal.dev.flink import STATE_BACKENDS, FlinkCluster
+from actionjournal.dev.flink import STATE_BACKENDS, FlinkCluster, flink_home
 from benchmarks.bench_flink import _per_run_ms
 from benchmarks.common import entry
 
@@ -85,14 +84,15 @@ class Outputs:
             time.sleep(0.05)
 
 
-def _restart_seconds(cluster: FlinkCluster, side: str, directory: Path) -> float:
+def _restart_seconds(cluster: FlinkCluster, side: str, directory: Path) -> tuple[float, float]:
     """Submit the job of ``side``, let it run past two checkpoints, SIGKILL the TaskManager
-    running it: seconds to the first output after the kill."""
+    running it: seconds from the kill to the first output after it, and from the moment
+    its tasks all run again to that output."""
     outputs = Outputs()
     env = {**os.environ, **cluster.env()}
     submitted = subprocess.run(
         [
-            str(Path(sys.executable).parent / "flink"), "run", "--detached",
+            str(flink_home() / "bin" / "flink"), "run", "--detached",
             "--python", str(ROOT / "benchmarks" / "scale_job.py"),
             "--side", side, "--port", str(outputs.port),
             "--journal", str(directory / f"journal-{side}.db"),
@@ -109,13 +109,30 @@ def _restart_seconds(cluster: FlinkCluster, side: str, directory: Path) -> float
         (victim,) = _taskmanagers(cluster, job)
         killed = time.monotonic()
         cluster.kill_taskmanager(victim)
+        running = _running_again(cluster, job)
         took = outputs.first_after(killed) - killed
     finally:
         cluster.rest(f"/jobs/{job}?mode=cancel", method="PATCH")
         outputs.server.close()
     cluster.start()  # a new TaskManager in place of the killed one
-    print(f"scale.recovery.after_tm_kill: {side}: {took:.1f} s from the kill to an output")
-    return took
+    after = killed + took - running
+    print(
+        f"scale.recovery.after_tm_kill: {side}: {took:.1f} s from the kill to an output, "
+        f"{after:.1f} s of it after the tasks ran again"
+    )
+    return took, after
+
+
+def _running_again(cluster: FlinkCluster, job: str, timeout: float = 600) -> float:
+    """When every task of ``job`` runs again after a failure."""
+    deadline, down = time.monotonic() + timeout, False
+    while time.monotonic() < deadline:
+        states = {v["status"] for v in cluster.rest(f"/jobs/{job}")["vertices"]}
+        if down and states == {"RUNNING"}:
+            return time.monotonic()
+        down = down or states != {"RUNNING"}
+        time.sleep(0.1)
+    raise AssertionError(f"job {job} does not run again within {timeout:.0f} s")
 
 
 def _checkpoints(cluster: FlinkCluster, job: str) -> int:
@@ -135,7 +152,7 @@ def bench_recovery(ctx) -> dict:
     os.environ["PYTHONPATH"] = os.pathsep.join(
         p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p
     )
-    times: dict[str, list[float]] = {"ours": [], "flink": []}
+    times: dict[str, list[tuple[float, float]]] = {"ours": [], "flink": []}
     with (
         tempfile.TemporaryDirectory() as tmp,
         FlinkCluster(taskmanagers=2, options=STATE_BACKENDS["rocksdb"]) as cluster,
@@ -143,9 +160,19 @@ def bench_recovery(ctx) -> dict:
         for _ in range(KILLS):
             for side in times:  # alternating: a slow spell of the machine hits both
                 times[side].append(_restart_seconds(cluster, side, Path(tmp)))
-    o, f = statistics.median(times["ours"]), statistics.median(times["flink"])
-    print(f"scale.recovery.after_tm_kill: ours {times['ours']}, flink {times['flink']}")
-    return entry("scale.recovery.after_tm_kill", "s", o, f, target=1.2)
+    o, f = (statistics.median(t for t, _ in times[side]) for side in ("ours", "flink"))
+    ao, af = (statistics.median(a for _, a in times[side]) for side in ("ours", "flink"))
+    print(
+        f"scale.recovery.after_tm_kill: kill to output, ours {[t for t, _ in times['ours']]}, "
+        f"flink {[t for t, _ in times['flink']]}; from the tasks running again to the output, "
+        f"median ours {ao:.1f} s, flink {af:.1f} s"
+    )
+    result = entry("scale.recovery.after_tm_kill", "s", o, f, target=1.2)
+    result["note"] = (
+        f"from the tasks running again to the first output: ours {ao:.1f} s, Flink's own "
+        f"{af:.1f} s (median of {KILLS})"
+    )
+    return result
 
 
 BENCHMARKS = {

@@ -39,7 +39,8 @@ from typing import Any
 
 import msgspec
 from pyflink.common import Configuration, Types
-from pyflink.datastream import DataStream
+from pyflink.datastream import DataStream, KeyedProcessFunction
+from pyflink.datastream.state import ValueStateDescriptor
 from pyflink.java_gateway import get_gateway
 
 from actionjournal import Agent, InputEvent, LocalRunner, OutputEvent, action
@@ -163,8 +164,41 @@ def _socket_source(env: Any, listener: socket.socket) -> DataStream:
     )
 
 
-def flink(state_backend: str, keys: int, busy: int) -> dict[str, Any]:
-    """The MiniCluster measurements on one state backend (see the module docstring)."""
+class PlainState(KeyedProcessFunction):
+    """PyFlink without actionjournal: 15 bytes of value state per key (an idle key's
+    ``KeyState``), the output at once. ``timers``: registering and deleting the two timers
+    the agent registers for a run and deletes when its key goes idle; ``fired``: the output
+    from a timer that fires at once, after reading the key's state, as the agent's are."""
+
+    def __init__(self, mode: str) -> None:
+        self.mode = mode
+
+    def open(self, runtime_context: Any) -> None:
+        descriptor = ValueStateDescriptor("plain", Types.PICKLED_BYTE_ARRAY())
+        self.state = runtime_context.get_state(descriptor)
+
+    def process_element(self, value: Any, ctx: Any) -> Iterator[Any]:
+        self.state.update(b"x" * 15)
+        timers, at = ctx.timer_service(), ctx.timer_service().current_processing_time()
+        if self.mode == "timers":
+            timers.register_event_time_timer(2**63 - 1)
+            timers.register_processing_time_timer(at + 60_000)
+            timers.delete_event_time_timer(2**63 - 1)
+            timers.delete_processing_time_timer(at + 60_000)
+        if self.mode == "fired":
+            timers.register_processing_time_timer(at)
+        else:
+            yield value
+
+    def on_timer(self, timestamp: int, ctx: Any) -> Iterator[Any]:
+        if self.state.value() is not None:
+            self.state.update(b"y" * 15)
+            yield ctx.get_current_key()
+
+
+def flink(state_backend: str, keys: int, busy: int, plain: str = "") -> dict[str, Any]:
+    """The MiniCluster measurements on one state backend (see the module docstring); with
+    ``plain`` (a mode of :class:`PlainState`), of it instead of the agent (no busy keys)."""
     with tempfile.TemporaryDirectory() as tmp:
         directory = Path(tmp)
         gate = directory / "release"
@@ -179,8 +213,13 @@ def flink(state_backend: str, keys: int, busy: int) -> dict[str, Any]:
         listener.settimeout(600)
         counter = Counter()
         source = _socket_source(env, listener)
-        out = agents.from_datastream(source, key_selector=key_of).apply(Held())
-        out.to_datastream().map(Report(counter.server.getsockname()[1]), Types.PICKLED_BYTE_ARRAY())
+        if plain:
+            function = PlainState(plain)
+            out = source.key_by(key_of).process(function, Types.PICKLED_BYTE_ARRAY())
+            busy = 0
+        else:
+            out = agents.from_datastream(source, key_selector=key_of).apply(Held()).to_datastream()
+        out.map(Report(counter.server.getsockname()[1]), Types.PICKLED_BYTE_ARRAY())
         client = env.execute_async(f"key costs {state_backend}")
         feed, _ = listener.accept()
         figures: dict[str, Any] = {}
@@ -191,12 +230,13 @@ def flink(state_backend: str, keys: int, busy: int) -> dict[str, Any]:
             started = time.monotonic()
             _feed(feed, counter, half, keys - half, rss)
             figures["runs_per_s"] = (keys - half) / (time.monotonic() - started)
-            idle = _sizes(client, directory, "idle")
-            _send(feed, inputs(keys, busy, hold=gate))
-            time.sleep(5)  # the inputs reached the agent, which holds their runs
-            held = _sizes(client, directory, "busy")
-            gate.touch()
-            counter.wait(keys + busy)
+            idle = held = _sizes(client, directory, "idle")
+            if busy:
+                _send(feed, inputs(keys, busy, hold=gate))
+                time.sleep(5)  # the inputs reached the agent, which holds their runs
+                held = _sizes(client, directory, "busy")
+                gate.touch()
+                counter.wait(keys + busy)
             time.sleep(3)  # the last runs' state is written
             feed.close()
             closed = time.monotonic()
@@ -209,7 +249,8 @@ def flink(state_backend: str, keys: int, busy: int) -> dict[str, Any]:
             listener.close()
         for what in ("savepoint", "checkpoint", "heap", "worker_rss"):
             figures[f"{what}_per_idle_key"] = (idle[what] - first[what]) / (keys - half)
-            figures[f"{what}_per_busy_key"] = (held[what] - idle[what]) / busy
+            if busy:
+                figures[f"{what}_per_busy_key"] = (held[what] - idle[what]) / busy
         return figures
 
 
@@ -320,10 +361,10 @@ class _Instant(Agent):
 
 
 def recovery(sizes: list[int], kafka: str | None) -> dict[str, Any]:
-    """Seconds to read a key's journal after a restart, against the journal's size (records
-    of 1,000 keys, 4 partitions): a key whose marker is 1,000 records from the end
-    (``tail``), and a key without a marker (``whole``: a key new since the checkpoint, read
-    from its partition's first record), each by a store opened afresh."""
+    """Seconds to read a key's journal after a restart (opening the store, then the read),
+    against the journal's size (records of 1,000 keys, 4 partitions): a key whose marker is
+    1,000 records from the end (``tail``), and a key without a marker (``whole``: a key new
+    since the checkpoint, read from its partition's first record)."""
     found: dict[str, Any] = {}
     for records in sizes:
         for name, opened in _stores(kafka, records):
@@ -346,11 +387,12 @@ def _record(i: int) -> RunCompleted:
 
 
 def _timed(reopen: Any, key: str, marker: Any) -> float:
+    """Median seconds of a store's first read after a restart: opening it, reading the key."""
     samples = []
-    for _ in range(3):
-        store = reopen()
+    for _ in range(5):
         gc.collect()
         started = time.perf_counter()
+        store = reopen()
         store.read_key("bench", "op", key, marker)
         samples.append(time.perf_counter() - started)
         store.close()
@@ -386,6 +428,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--backends", default="hashmap,rocksdb")
     parser.add_argument("--only", default="", help="one part: flink, memory, journal, recovery")
     parser.add_argument(
+        "--plain",
+        choices=["state", "timers", "fired"],
+        default="",
+        help="flink: a plain PyFlink job, no actionjournal (with timers: as the agent sets them)",
+    )
+    parser.add_argument(
         "--kafka", help="bootstrap servers of a broker for the recovery part (default: start one)"
     )
     parser.add_argument("--label", default="", help="stored with the figures (e.g. a commit)")
@@ -399,10 +447,11 @@ def main(argv: list[str] | None = None) -> int:
     if "recovery" in parts:
         with contextlib.ExitStack() as stack:
             kafka = args.kafka or stack.enter_context(running_broker())
-            figures["recovery"] = recovery([10_000, 100_000, 300_000], kafka)
+            figures["recovery"] = recovery([10_000, 100_000, 1_000_000], kafka)
     if "flink" in parts:
         for backend in args.backends.split(","):
-            figures[f"flink.{backend}"] = flink(backend, args.keys, args.busy)
+            name = f"flink.{f'plain-{args.plain}.' if args.plain else ''}{backend}"
+            figures[name] = flink(backend, args.keys, args.busy, args.plain)
     print(json.dumps(figures, indent=2))
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     runs = json.loads(RESULTS.read_text()) if RESULTS.exists() else []
