@@ -2,7 +2,9 @@
 # make test   - set up .venv and run the whole suite (starts a local Kafka broker, Fluss cluster
 #               and Flink session cluster)
 # make test-fast - unit tests only, no services, no Flink
-# make typecheck - mypy (strict on actionjournal/durable and /stores, plain on the rest; run by make test)
+# make docs   - the documentation site (docs/ and the docstrings) into .site/, strictly: a broken
+#               link or reference fails (make test builds it too: tests/test_docs_site.py)
+# make typecheck - mypy (strict on durable, stores, operator, flink and the top package; run by make test)
 # make bench  - benchmarks (starts Kafka and PostgreSQL itself) and docs/performance.md;
 #               BENCH=prefix runs only entries whose name starts with prefix
 PYTHON ?= python3
@@ -11,12 +13,12 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 BENCH_STAMP := $(VENV)/.installed-bench
 
-.PHONY: demo test test-fast typecheck bench lint clean
+.PHONY: demo test test-extended test-fast typecheck bench lint docs clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e ".[dev,kafka,flink]"
+	$(BIN)/python -m pip install -q -e ".[dev,kafka,flink,docs,ui]"
 	# pyfluss wants pandas>=2.3.1 while apache-flink pins pandas<2.3; the Fluss store does not
 	# use pandas, so pyfluss goes in without its dependencies (pyarrow comes with apache-flink).
 	$(BIN)/python -m pip install -q --no-deps "pyfluss>=1.0"
@@ -31,10 +33,14 @@ test: $(STAMP) typecheck
 	$(BIN)/ruff format --check .
 	$(BIN)/python -m pytest -q
 
+# The `extended` tests: more cases of kinds `make test` covers once (tests/cluster/test_failover_more.py).
+test-extended: $(STAMP)
+	$(BIN)/python -m pytest -q -m extended
+
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not slow and not kafka and not fluss and not flink and not cluster"
 
-# mypy: strict on actionjournal/durable and actionjournal/stores, plain on the rest (pyproject.toml)
+# mypy: strict on durable/, stores/, operator/, flink/ and the top package (pyproject.toml)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
@@ -46,8 +52,11 @@ $(BENCH_STAMP): $(STAMP)
 bench: $(BENCH_STAMP)
 	$(BIN)/python -m benchmarks.run $(if $(BENCH),--only $(BENCH),)
 
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
 lint: $(STAMP)
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
 
 clean:
-	rm -rf $(VENV) .demo .pytest_cache .ruff_cache .mypy_cache
+	rm -rf $(VENV) .demo .site .pytest_cache .ruff_cache .mypy_cache

@@ -20,6 +20,13 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 
+def lazy_names(modules: Mapping[str, Sequence[str]]) -> list[str]:
+    """A package's ``__all__``: every name of ``modules``, sorted. Each name is written once,
+    in ``_LAZY`` (its ``TYPE_CHECKING`` import, ``name as name`` for type checkers, is checked
+    against it by tests/unit/test_public_surface.py)."""
+    return sorted(name for names in modules.values() for name in names)
+
+
 def lazy_attributes(package: str, modules: Mapping[str, Sequence[str]]) -> Callable[[str], Any]:
     """A module ``__getattr__`` for ``package``: each name of ``modules[module]`` comes from
     that module, imported on the name's first use (then kept on the package)."""

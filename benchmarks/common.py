@@ -8,7 +8,7 @@ import time
 from collections.abc import Sequence
 from functools import cached_property
 
-from actionjournal.stores.base import JournalStore
+from actionjournal.durable.store import Store
 
 
 def entry(name: str, unit: str, ours: float, baseline: float, target: float) -> dict:
@@ -28,7 +28,7 @@ def unavailable(name: str, reason: str) -> dict:
     return {"name": name, "error": reason}
 
 
-def timed_recovery(reader: JournalStore, keys: Sequence[str], records: int) -> float:
+def timed_recovery(reader: Store, keys: Sequence[str], records: int) -> float:
     """Seconds ``reader`` takes to read every key's journal, as a restart does; then closed.
 
     The set-up (imports, tens of thousands of appends) leaves the garbage collector owing a

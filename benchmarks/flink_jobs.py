@@ -30,8 +30,8 @@ from actionjournal.durable.codec import RecordCodec
 from actionjournal.durable.config import JournalConfig
 from actionjournal.durable.identity import key_id
 from actionjournal.durable.records import ActionCompleted, CallFinished, RunCompleted
-from actionjournal.operator.config import AgentsConfig
-from actionjournal.operator.flink import AgentsExecutionEnvironment
+from actionjournal.flink import AgentsConfig
+from actionjournal.flink.function import AgentsExecutionEnvironment
 from actionjournal.stores import MemoryStore, SqliteStore
 from actionjournal.stores.config import SqliteStoreConfig
 from actionjournal.testing.flink import local_env

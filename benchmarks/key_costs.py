@@ -46,9 +46,9 @@ from pyflink.java_gateway import get_gateway
 from actionjournal import Agent, InputEvent, LocalRunner, OutputEvent, action
 from actionjournal.dev.kafka import running_broker
 from actionjournal.durable.records import RunCompleted
-from actionjournal.operator.config import AgentsConfig
+from actionjournal.flink import AgentsConfig
+from actionjournal.flink.function import AgentFunction, AgentsExecutionEnvironment, savepoint
 from actionjournal.operator.engine import KeyState, PendingInput
-from actionjournal.operator.flink import AgentFunction, AgentsExecutionEnvironment, savepoint
 from actionjournal.stores import MemoryStore, SqliteStore
 from actionjournal.stores.config import SqliteStoreConfig
 from actionjournal.testing.flink import local_env

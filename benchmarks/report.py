@@ -107,6 +107,22 @@ ABOUT: dict[str, About] = {
         "least. Informational, beside `kafka.recovery.read`; the target is ours",
         "ratio>=",
     ),
+    "kafka.replicated.append.p50": About(
+        "median ms of one `append` of a ~200-byte record through the Kafka store on three "
+        "brokers (`dev kafka start --brokers 3`: RF 3, min.insync.replicas 2, acks=all, "
+        "idempotent)",
+        "a raw confluent-kafka `produce` + `flush` of the same bytes to the same partition of "
+        "the same cluster with the same producer settings, interleaved with ours",
+        "ratio<=",
+    ),
+    "fluss.replicated.append.p50": About(
+        "median ms of one `append` of a ~200-byte `CallFinished` through the Fluss store on "
+        "three tablet servers (`dev fluss start --tablet-servers 3`: table replication 3, 2 "
+        "in sync, followers' fetches answered within 5 ms)",
+        "a raw pyfluss `append(row)` + `wait()` of the same row to the same table with the "
+        "same writer settings (acks=all, idempotent, no batching delay), interleaved with ours",
+        "ratio<=",
+    ),
     "fluss.append.p50": About(
         "median ms of one `append` of a ~200-byte `CallFinished` through the Fluss store "
         "(acks=all, idempotent, no batching delay); a run's last record (`RunCompleted`) also "
@@ -236,6 +252,22 @@ ABOUT: dict[str, About] = {
         "restarts a Python worker), killed the same way, alternating with ours: Flink's own "
         "restart",
         "ratio<=",
+    ),
+    "ui.runs.first_page": About(
+        "ms to the first runs page (HTML over HTTP, from the real `actionjournal ui` process) on "
+        "a 1,000,000-record SQLite journal once its run index is built; the median of seven "
+        "requests",
+        "a raw `SELECT` of the same 50 runs' records from the journal, by key and seq on its "
+        "own key index",
+        "ratio<=",
+    ),
+    "ui.index.kafka": About(
+        "records/s the explorer's indexer reads (the tools' scan), folds into runs and writes "
+        "to its SQLite index from a Kafka journal (200,000 records, 4 partitions, 1,000 keys); "
+        "the median of three fresh builds",
+        "the recovery read of the same records: `read_key` of every key, a new store each time, "
+        "as after a restart; interleaved with ours",
+        "ratio>=",
     ),
     "cleanup.plan.per_million": About(
         "seconds for `make_plan` to plan a cleanup over one million SQLite journal records "

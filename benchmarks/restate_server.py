@@ -31,7 +31,7 @@ from pathlib import Path
 
 import httpx
 
-from actionjournal.dev.maven import cache_dir
+from actionjournal._maven import cache_dir
 from benchmarks.postgres import ServiceUnavailable
 
 VERSION = "1.7.12"

@@ -23,8 +23,10 @@ from benchmarks import (
     bench_fluss,
     bench_kafka,
     bench_peer,
+    bench_replicated,
     bench_retry,
     bench_scale,
+    bench_ui,
     report,
 )
 from benchmarks.common import BenchContext, unavailable
@@ -35,11 +37,13 @@ MODULES = [
     bench_core,
     bench_kafka,
     bench_fluss,
+    bench_replicated,
     bench_flink,
     bench_scale,
     bench_peer,
     bench_retry,
     bench_examples,
+    bench_ui,
 ]
 
 RESULTS = Path(__file__).parent / "results" / "latest.json"

@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from pyflink.common import Types
 from pyflink.datastream import StreamExecutionEnvironment
 
-from actionjournal.operator.config import AgentsConfig
-from actionjournal.operator.flink import AgentsExecutionEnvironment
+from actionjournal.flink import AgentsConfig
+from actionjournal.flink.function import AgentsExecutionEnvironment
 from actionjournal.stores.config import SqliteStoreConfig
 from actionjournal.testing.flink import paced_source
 from benchmarks import flink_jobs

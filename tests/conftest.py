@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from actionjournal.durable.store import Store
 from actionjournal.stores import MemoryStore, SqliteStore
-from actionjournal.stores.base import JournalStore
 
 STORE_KINDS = [
     "memory",
@@ -17,7 +17,7 @@ STORE_KINDS = [
 ]
 
 
-def make_store(kind: str, tmp_path: Path, **kwargs) -> JournalStore:
+def make_store(kind: str, tmp_path: Path, **kwargs) -> Store:
     if kind == "memory":
         return MemoryStore(**kwargs)
     if kind == "sqlite":
@@ -26,7 +26,7 @@ def make_store(kind: str, tmp_path: Path, **kwargs) -> JournalStore:
 
 
 @pytest.fixture(params=STORE_KINDS)
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[JournalStore]:
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
     if request.param == "kafka":
         from actionjournal.stores.kafka import KafkaStore, KafkaStoreConfig
 

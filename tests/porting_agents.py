@@ -16,6 +16,7 @@ import httpx
 from pydantic import BaseModel
 
 from actionjournal.flink_agents.api.agents.agent import Agent
+from actionjournal.flink_agents.api.agents.budget import LoopBudget
 from actionjournal.flink_agents.api.agents.react_agent import ReActAgent
 from actionjournal.flink_agents.api.decorators import action
 from actionjournal.flink_agents.api.events.event import Event, InputEvent, OutputEvent
@@ -240,7 +241,7 @@ TOOL_PLAN = [  # one round: the model asks for both tools at once, run one after
 ]
 
 
-def support_agent(protocol: str) -> ReActAgent:
+def support_agent(protocol: str, budget: LoopBudget | None = None) -> ReActAgent:
     """A ReAct agent on the connection ``model_server`` (declared by the environment)."""
     setup = (
         ResourceName.ChatModel.OLLAMA_SETUP
@@ -253,7 +254,8 @@ def support_agent(protocol: str) -> ReActAgent:
             connection="model_server",
             model="support",
             tools=["lookup_order", "refund"],
-        )
+        ),
+        budget=budget,
     )
 
 

@@ -3,7 +3,7 @@
 python tests/porting_child.py JOURNAL payments SERVICE_URL [--kill-after-charge ORDER]
     [--no-reconciler]
 python tests/porting_child.py JOURNAL support MODEL_URL TOOLS_URL PROTOCOL
-    [--kill-at TOOL]
+    [--kill-at TOOL] [--budget-rounds N [--final-round]]
 
 Prints the outputs (``to_list()``) as one JSON line.
 """
@@ -18,6 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from actionjournal.flink_agents.api.agents.budget import LoopBudget
 from actionjournal.flink_agents.api.execution_environment import (
     AgentsExecutionEnvironment,
 )
@@ -35,6 +36,8 @@ def main(argv: list[str]) -> None:
     p.add_argument("--kill-after-charge")
     p.add_argument("--no-reconciler", action="store_true")
     p.add_argument("--kill-at")
+    p.add_argument("--budget-rounds", type=int)
+    p.add_argument("--final-round", action="store_true")
     args = p.parse_args(argv)
     env = AgentsExecutionEnvironment.get_execution_environment(journal=args.journal)
     if args.agent == "payments":
@@ -49,7 +52,12 @@ def main(argv: list[str]) -> None:
         env.add_resource("model_server", ResourceType.CHAT_MODEL_CONNECTION, connection)
         porting_agents.SupportTools(tools_url, kill_at=args.kill_at).register(env)
         inputs = [{"key": "customer-1", "value": "refund my order o-1"}]
-        outputs = env.from_list(inputs).apply(porting_agents.support_agent(protocol)).to_list()
+        budget = None
+        if args.budget_rounds:
+            ending = "final_round" if args.final_round else "stop"
+            budget = LoopBudget(rounds=args.budget_rounds, on_exhausted=ending)
+        agent = porting_agents.support_agent(protocol, budget)
+        outputs = env.from_list(inputs).apply(agent).to_list()
     env.execute()
     print(json.dumps(outputs))
 

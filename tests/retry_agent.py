@@ -3,6 +3,7 @@ child process of the retry tests (a process that gets SIGKILLed):
 
 python tests/retry_agent.py STATE_DIR SERVICE_URL INPUTS_JSON [--attempts N] [--interval S]
     [--backoff B] [--policy fail|dead-letter|retry-then-dead-letter] [--crash POINT]
+    [--steps N] [--max-run-records N] [--record-failures false] [--on-unknown POLICY]
 
 It restores STATE_DIR/snap when it exists (else starts fresh), feeds the inputs from its
 source position (snapshotting after each), and prints one JSON line: outputs, dead letters,
@@ -53,18 +54,37 @@ def call_service(url: str, name: str, value: Any) -> Any:
 
 
 class Checkout(Agent):
-    """Two sequential calls per input: ``reserve`` then ``charge``."""
+    """Two sequential calls per input: ``reserve`` then ``charge`` (``options``: the durable
+    call options of both)."""
 
     uid = "checkout"
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, options: dict[str, Any] | None = None) -> None:
         self.url = url
+        self.options = options or {}
 
     @action(InputEvent)
     async def handle(self, event, ctx):
-        reserved = await ctx.durable_execute_async(call_service, self.url, "reserve", event.input)
-        charged = await ctx.durable_execute_async(call_service, self.url, "charge", reserved)
+        call, options = ctx.durable_execute_async, self.options
+        reserved = await call(call_service, self.url, "reserve", event.input, **options)
+        charged = await call(call_service, self.url, "charge", reserved, **options)
         ctx.send_event(OutputEvent(charged))
+
+
+class Steps(Checkout):
+    """``steps`` sequential calls per input: ``step-0``, ``step-1``, ..."""
+
+    uid = "checkout"
+
+    def __init__(self, url: str, steps: int) -> None:
+        super().__init__(url)
+        self.steps = steps
+
+    @action(InputEvent)
+    async def handle(self, event, ctx):
+        for i in range(self.steps):
+            await ctx.durable_execute_async(call_service, self.url, f"step-{i}", event.input)
+        ctx.send_event(OutputEvent(event.input))
 
 
 class SyncCheckout(Checkout):
@@ -101,11 +121,19 @@ async def main(argv: list[str]) -> None:
     p.add_argument("--backoff", type=float, default=2.0)
     p.add_argument("--policy", default="fail")
     p.add_argument("--crash")
+    p.add_argument("--steps", type=int)
+    p.add_argument("--max-run-records", type=int, default=51_200)
+    p.add_argument("--record-failures", choices=["true", "false"], default="true")
+    p.add_argument("--on-unknown")
     args = p.parse_args(argv)
     store = SqliteStore(args.state_dir / "journal.db")
     retry = RetryPolicy(args.attempts, args.interval, args.backoff, 60.0)
-    config = JournalConfig(retry=retry)
-    agent = Checkout(args.url)
+    limits = {"max_run_records": args.max_run_records, "run_records_warn": args.max_run_records}
+    config = JournalConfig(retry=retry, **limits)
+    call_options: dict[str, Any] = {"record_failures": args.record_failures == "true"}
+    if args.on_unknown:
+        call_options["on_unknown"] = args.on_unknown
+    agent = Steps(args.url, args.steps) if args.steps else Checkout(args.url, call_options)
     journal = CrashingStore(store, args.crash)
     snap = args.state_dir / "snap"
     options: dict[str, Any] = {"on_run_failure": args.policy}
@@ -117,7 +145,8 @@ async def main(argv: list[str]) -> None:
     try:
         await runner.run_source(json.loads(args.inputs), snapshot_path=snap, snapshot_every=1)
     except Exception as exc:
-        error = str(exc)
+        root = exc.__cause__ or exc
+        error = f"{type(root).__name__}: {exc}"
     finally:
         store.close()
     print(

@@ -1,6 +1,6 @@
 """Chat models as durable calls: connections, ``ctx.chat``, and the event form.
 
-See docs/getting-started.md. A model's response is journaled like any durable call
+See docs/chat-models.md. A model's response is journaled like any durable call
 result, so after a failure it is replayed and the model is not asked again.
 """
 
@@ -8,63 +8,83 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from actionjournal._lazy import lazy_attributes
+from actionjournal._lazy import lazy_attributes, lazy_names
 
 if TYPE_CHECKING:
-    from actionjournal.chat.agent import ChatAgent
-    from actionjournal.chat.calls import chat, chat_async, chat_response_async, parse
-    from actionjournal.chat.events import ChatRequestEvent, ChatResponseEvent
-    from actionjournal.chat.models import (
-        ChatError,
-        ChatModel,
-        ChatModelConfig,
-        ChatResponse,
-        ChatResponseError,
-        ChatTimeoutError,
-        ChatUnreachableError,
-        OllamaChat,
-        OpenAIChat,
-        StructuredOutputError,
-        ToolCall,
+    from actionjournal.chat.agent import (
+        ChatAgent as ChatAgent,
     )
-
-__all__ = [
-    "ChatAgent",
-    "ChatError",
-    "ChatModel",
-    "ChatModelConfig",
-    "ChatRequestEvent",
-    "ChatResponse",
-    "ChatResponseError",
-    "ChatResponseEvent",
-    "ChatTimeoutError",
-    "ChatUnreachableError",
-    "OllamaChat",
-    "OpenAIChat",
-    "StructuredOutputError",
-    "ToolCall",
-    "chat",
-    "chat_async",
-    "chat_response_async",
-    "parse",
-]
+    from actionjournal.chat.calls import (
+        chat as chat,
+    )
+    from actionjournal.chat.calls import (
+        chat_async as chat_async,
+    )
+    from actionjournal.chat.calls import (
+        chat_response_async as chat_response_async,
+    )
+    from actionjournal.chat.calls import (
+        parse as parse,
+    )
+    from actionjournal.chat.errors import (
+        ChatError as ChatError,
+    )
+    from actionjournal.chat.errors import (
+        ChatResponseError as ChatResponseError,
+    )
+    from actionjournal.chat.errors import (
+        ChatTimeoutError as ChatTimeoutError,
+    )
+    from actionjournal.chat.errors import (
+        ChatUnreachableError as ChatUnreachableError,
+    )
+    from actionjournal.chat.errors import (
+        StructuredOutputError as StructuredOutputError,
+    )
+    from actionjournal.chat.events import (
+        ChatRequestEvent as ChatRequestEvent,
+    )
+    from actionjournal.chat.events import (
+        ChatResponseEvent as ChatResponseEvent,
+    )
+    from actionjournal.chat.models import (
+        ChatModel as ChatModel,
+    )
+    from actionjournal.chat.models import (
+        ChatModelConfig as ChatModelConfig,
+    )
+    from actionjournal.chat.models import (
+        ChatResponse as ChatResponse,
+    )
+    from actionjournal.chat.models import (
+        OllamaChat as OllamaChat,
+    )
+    from actionjournal.chat.models import (
+        OpenAIChat as OpenAIChat,
+    )
+    from actionjournal.chat.models import (
+        ToolCall as ToolCall,
+    )
 
 _LAZY = {
     "actionjournal.chat.agent": ("ChatAgent",),
     "actionjournal.chat.calls": ("chat", "chat_async", "chat_response_async", "parse"),
-    "actionjournal.chat.events": ("ChatRequestEvent", "ChatResponseEvent"),
-    "actionjournal.chat.models": (
+    "actionjournal.chat.errors": (
         "ChatError",
-        "ChatModel",
-        "ChatModelConfig",
-        "ChatResponse",
         "ChatResponseError",
         "ChatTimeoutError",
         "ChatUnreachableError",
+        "StructuredOutputError",
+    ),
+    "actionjournal.chat.events": ("ChatRequestEvent", "ChatResponseEvent"),
+    "actionjournal.chat.models": (
+        "ChatModel",
+        "ChatModelConfig",
+        "ChatResponse",
         "OllamaChat",
         "OpenAIChat",
-        "StructuredOutputError",
         "ToolCall",
     ),
 }
+__all__ = lazy_names(_LAZY)
 __getattr__ = lazy_attributes(__name__, _LAZY)

@@ -41,7 +41,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from actionjournal.dev import maven
+import actionjournal._maven as maven
 from actionjournal.dev.process import (
     DevProcessError,
     ServerProcess,

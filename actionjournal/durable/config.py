@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
 from actionjournal.durable.codec import RecordCodec
+from actionjournal.durable.guards import GuardObserver
 from actionjournal.durable.retry import RetryPolicy
 from actionjournal.durable.values import ValueCodec
+
+log = logging.getLogger(__name__)
+
+RECORD_HEADROOM = 4096
+"""Bytes of a record besides its value (identities, digests, timestamps, signature)."""
 
 UnknownOutcomePolicy = Literal["rerun", "reconcile", "fail"]
 
@@ -59,9 +66,33 @@ class JournalConfig(BaseModel):
         key = self.signing_key.get_secret_value().encode() if self.signing_key else None
         return RecordCodec(key)
 
-    def value_codec(self) -> ValueCodec:
+    def value_codec(
+        self,
+        observer: GuardObserver | None = None,
+        record_limit: int | None = None,
+        journal: str = "the journal",
+    ) -> ValueCodec:
+        """The codec of call results, memory and events, with the payload guard in effect.
+
+        A value must fit the records the store takes (``record_limit``, e.g. a Kafka topic's
+        max.message.bytes): the limit is the smaller of ``max_payload_bytes`` and that, less
+        room for the rest of the record. So a result too large is refused before it is
+        journaled, and journaled as the call's failure (a record the store refuses would
+        leave the call without outcome). ``observer`` is told of every guard hit.
+        """
+        limit, reason = self.max_payload_bytes, None
+        if record_limit is not None and record_limit - RECORD_HEADROOM < limit:
+            limit = max(record_limit - RECORD_HEADROOM, 1)
+            reason = (
+                f"{limit} bytes, the most {journal} takes in one record ({record_limit} "
+                f"bytes) less {RECORD_HEADROOM} for the record's other fields "
+                f"(journal.max_payload_bytes={self.max_payload_bytes} is higher)"
+            )
+            log.info("payload limit: %s", reason)
         return ValueCodec(
             allow_pickle=self.allow_pickle,
-            max_payload_bytes=self.max_payload_bytes,
+            max_payload_bytes=limit,
             payload_warn_bytes=self.payload_warn_bytes,
+            observer=observer,
+            limit_reason=reason,
         )

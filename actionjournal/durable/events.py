@@ -23,7 +23,7 @@ class Event:
     EVENT_TYPE: ClassVar[str | None] = None
     _by_type: ClassVar[dict[str, type[Event]]] = {}
 
-    __slots__ = ("attributes", "id", "type")
+    __slots__ = ("attributes", "id", "type", "upstream_action", "upstream_event_id")
 
     def __init__(
         self, type: str, attributes: Mapping[str, Any] | None = None, *, id: str | None = None
@@ -31,6 +31,10 @@ class Event:
         self.type = type
         self.attributes = dict(attributes or {})
         self.id = id
+        # Lineage, set by the engine when the event is delivered (live or replayed): the id of
+        # the event whose action sent this one, and that action (None: a run's input).
+        self.upstream_event_id: str | None = None
+        self.upstream_action: str | None = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -40,11 +44,18 @@ class Event:
             Event._by_type[declared] = cls
 
     @staticmethod
-    def rebuild(event_type: str, attributes: dict[str, Any], event_id: str | None) -> Event:
-        """The event as actions receive it: the class registered for ``event_type``."""
+    def rebuild(
+        event_type: str,
+        attributes: dict[str, Any],
+        event_id: str | None,
+        upstream: tuple[str | None, str | None] = (None, None),
+    ) -> Event:
+        """The event as actions receive it: the class registered for ``event_type``;
+        ``upstream``: (the event whose action sent it, that action)."""
         cls = Event._by_type.get(event_type, Event)
         event = cls.__new__(cls)
         Event.__init__(event, event_type, attributes, id=event_id)
+        event.upstream_event_id, event.upstream_action = upstream
         return event
 
     def __repr__(self) -> str:

@@ -69,12 +69,45 @@ class RunBudget:
         self.describe = describe  # "key id ..., seq 3": used outside a run's scope
         self.records = recorded
         self._warned = False
+        self._reserved = 0  # records reserved for durable calls running now, not yet written
         self._lock = threading.Lock()  # actions of one run append from several threads
 
-    def take(self, record: Any) -> None:
-        """Account for one more record of the run, before it is appended."""
+    def reserve(self, count: int, what: object) -> None:
+        """Take ``count`` records now for what a durable call will journal (its start and its
+        outcome) before the call runs: a call must never run when its outcome cannot be
+        journaled. The reserved records are later written with ``take(record, reserved=True)``.
+        """
         with self._lock:
-            if self.records + 1 > self.fail:
+            if self.records + count > self.fail:
+                refused = self.records + count
+            else:
+                self.records += count
+                self._reserved += count
+                return
+        if self.observer is not None:
+            self.observer.guard_hit("run_records", "fail")
+        raise RunJournalTooLongError(
+            f"{what} was not run: with its outcome the run{where() or f' ({self.describe})'} "
+            f"would journal {refused} records, over journal.max_run_records={self.fail}, so "
+            "its outcome could not be journaled. Nothing of it was journaled and the run fails; "
+            "a restart refuses it again (it never runs). Split the work over several inputs, "
+            "or raise the limit"
+        )
+
+    def release(self, count: int) -> None:
+        """Give back reserved records that were not written (a failure left unjournaled)."""
+        with self._lock:
+            count = min(count, self._reserved)
+            self._reserved -= count
+            self.records -= count
+
+    def take(self, record: Any, reserved: bool = False) -> None:
+        """Account for one more record of the run, before it is appended (``reserved``: one
+        of the records :meth:`reserve` took, always written)."""
+        with self._lock:
+            if reserved and self._reserved > 0:
+                self._reserved -= 1
+            elif self.records + 1 > self.fail:
                 if self.observer is not None:
                     self.observer.guard_hit("run_records", "fail")
                 raise RunJournalTooLongError(
@@ -83,8 +116,10 @@ class RunBudget:
                     f"journal.max_run_records={self.fail}; the record is not written and the "
                     "run fails. Split the work over several inputs, or raise the limit"
                 )
-            self.records += 1
-            crossed = self.records >= self.warn and not self._warned
+            else:
+                self.records += 1
+            written = self.records - self._reserved
+            crossed = written >= self.warn and not self._warned
             if crossed:
                 self._warned = True
         if crossed:
@@ -94,7 +129,7 @@ class RunBudget:
                 "a run%s has journaled %d records (the last a %s%s), reaching "
                 "journal.run_records_warn=%d; it fails past journal.max_run_records=%d",
                 where() or f" ({self.describe})",
-                self.records,
+                written,
                 type(record).__name__,
                 _record_where(record),
                 self.warn,

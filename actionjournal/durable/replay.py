@@ -37,14 +37,27 @@ class RecordedCall:
 
     @property
     def unknown(self) -> bool:
-        """No outcome of its last attempt is journaled: the process or the action stopped
-        while it ran, or its failure was left out (``record_failures=False``)."""
+        """Its last attempt started and no outcome of it is journaled: the process or the
+        action stopped while it ran. (A round that ended without a final outcome,
+        ``record_failures=False``, is journaled as a failed attempt without ``retry_at``: its
+        outcome is known, and the next try starts a new round.)"""
         started, failed = self.started, self.failed
-        if self.finished is not None:
+        if self.finished is not None or started is None:
             return False
-        if started is not None and (failed is None or started.attempt > failed.attempt):
-            return True
-        return failed is not None and failed.retry_at is None
+        return failed is None or started.attempt > failed.attempt
+
+    @property
+    def round_ended(self) -> bool:
+        """Its last round of attempts failed, and with ``record_failures=False`` that was
+        journaled as the round's end (a failed attempt without ``retry_at``), not as its
+        outcome: the next try of the run starts a new round."""
+        failed = self.failed
+        return (
+            self.finished is None
+            and failed is not None
+            and failed.retry_at is None
+            and not self.unknown
+        )
 
     @property
     def next_attempt(self) -> int:

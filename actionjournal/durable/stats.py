@@ -21,7 +21,6 @@ import Flink: the mirror takes any object shaped like a Flink ``MetricGroup``).
 from __future__ import annotations
 
 import bisect
-import contextvars
 import math
 import threading
 import time
@@ -167,11 +166,25 @@ RUN_POLLS = _Family(
     "Flink operator: timers that looked at a key's run and found it still running "
     "(each costs a round trip to the Python worker)",
 )
+BUDGET_SPENT = _Family(
+    "actionjournal_budget_spent",
+    "What agent loops with a budget spent, per resource: rounds (model answers) and tokens "
+    "(the model's reported usage); counted when the model answers, not when an answer is "
+    "replayed",
+    ("resource",),
+)
+BUDGET_EXHAUSTED = _Family(
+    "actionjournal_budget_exhausted",
+    "Agent loops stopped (or given a final round) by their budget, per resource that ran "
+    "out: rounds, tokens or wall_time",
+    ("resource",),
+)
+BUDGET_RESOURCES = ("rounds", "tokens", "wall_time")
 # In the order they are exposed.
 FAMILIES: tuple[_Family, ...]
 FAMILIES = (CALLS, CALL_SECONDS, ACTIONS, ATTEMPTS, RETRIES, BACKOFF_SECONDS, RUNS)
 FAMILIES += (APPEND_SECONDS, APPEND_BYTES, APPEND_ERRORS, RECOVERY_SECONDS, RECOVERY_RECORDS)
-FAMILIES += (FOREIGN_RECORDS, GUARD_HITS, RUN_WAKEUPS, RUN_POLLS)
+FAMILIES += (FOREIGN_RECORDS, GUARD_HITS, RUN_WAKEUPS, RUN_POLLS, BUDGET_SPENT, BUDGET_EXHAUSTED)
 # A histogram's ``le`` label values, +Inf last, spelled as prometheus_client spells them.
 _LE: dict[_Family, list[str]] = {
     f: [floatToGoString(b) for b in (*f.buckets, math.inf)]  # type: ignore[no-untyped-call]
@@ -229,6 +242,8 @@ class JournalMetrics(Collector):
         self._guard = {(g, v): self._count(GUARD_HITS, g, v) for g in GUARDS for v in GUARD_LEVELS}
         self._wakeups = self._count(RUN_WAKEUPS)
         self._polls = self._count(RUN_POLLS)
+        self._spent = {r: self._count(BUDGET_SPENT, r) for r in BUDGET_RESOURCES[:2]}
+        self._exhausted = {r: self._count(BUDGET_EXHAUSTED, r) for r in BUDGET_RESOURCES}
         self._backends: dict[str, tuple[_Spread, _Count, _Count]] = {}
         self._recovery_seconds: dict[str, _Spread] = {}
         self._executed, self._succeeded = self._call["executed"], self._attempt["succeeded"]
@@ -321,6 +336,15 @@ class JournalMetrics(Collector):
         with self._lock:
             self._guard[(guard, level)].value += 1
 
+    def budget_spent(self, rounds: int, tokens: int) -> None:
+        with self._lock:
+            self._spent["rounds"].value += rounds
+            self._spent["tokens"].value += tokens
+
+    def budget_exhausted(self, resource: str) -> None:
+        with self._lock:
+            self._exhausted[resource].value += 1
+
     def add(self, name: str, n: int = 1) -> None:
         """Count by the legacy name (``executed``, ``actions_replayed``, ...)."""
         family, label = _LEGACY[name]
@@ -400,34 +424,6 @@ def _state(series: _Count | _Spread) -> tuple[list[int], float, float]:
     if isinstance(series, _Count):
         return [], series.value, series.created
     return list(series.counts), series.sum, series.created
-
-
-# The metrics of the engine whose RunWriter is appending in this context (see note_append).
-appending: contextvars.ContextVar[JournalMetrics | None] = contextvars.ContextVar(
-    "actionjournal_appending", default=None
-)
-
-
-def note_append(backend: str, nbytes: int, started: float) -> None:
-    """A store's hook, called when an append is durable: ``nbytes`` encoded bytes, ``started``
-    the ``time.perf_counter()`` at which the append began. Counted for the engine appending."""
-    metrics = appending.get()
-    if metrics is not None:
-        metrics.appended(backend, nbytes, time.perf_counter() - started)
-
-
-# The metrics of the engine whose recovery is reading in this context (see note_foreign).
-reading: contextvars.ContextVar[JournalMetrics | None] = contextvars.ContextVar(
-    "actionjournal_reading", default=None
-)
-
-
-def note_foreign(n: int) -> None:
-    """A store's hook: its recovery read skipped ``n`` foreign records (counted for the engine
-    reading)."""
-    metrics = reading.get()
-    if metrics is not None:
-        metrics.foreign(n)
 
 
 class MetricGroupMirror:

@@ -116,10 +116,11 @@ class ValueCodec:
         max_payload_bytes: int | None = None,
         payload_warn_bytes: int | None = None,
         observer: GuardObserver | None = None,
+        limit_reason: str | None = None,
     ) -> None:
         self.allow_pickle = allow_pickle
         self.max_payload_bytes = max_payload_bytes
-        self.limit_reason: str | None = None  # why the limit is lower than the setting
+        self.limit_reason = limit_reason  # why the limit is lower than the setting
         self.payload_warn_bytes = payload_warn_bytes
         self.observer = observer  # told of every guard hit (the engine's metrics)
         self._plain = msgspec.msgpack.Encoder().encode  # of trees made by _lower
@@ -129,7 +130,7 @@ class ValueCodec:
 
     # -- values ---------------------------------------------------------------
 
-    def encode(self, value: Any, what: str = "value") -> bytes:
+    def encode(self, value: Any, what: object = "value") -> bytes:
         """Encode ``value``; ``what`` names it in errors (e.g. "result of my_mod:charge")."""
         data = self._encode(value, what, canonical=False)
         size = len(data)
@@ -139,7 +140,7 @@ class ValueCodec:
             self._guard(what, size)
         return data
 
-    def canonical(self, value: Any, what: str = "value") -> bytes:
+    def canonical(self, value: Any, what: object = "value") -> bytes:
         """Bytes for identities and digests: equal values give equal bytes in every process.
 
         Not meant to be decoded; types need not be reachable by name, only named.
@@ -160,7 +161,7 @@ class ValueCodec:
         except EncodingError:
             return None
 
-    def roundtrip(self, value: Any, what: str = "value") -> tuple[bytes, Any]:
+    def roundtrip(self, value: Any, what: object = "value") -> tuple[bytes, Any]:
         data = self.encode(value, what)
         return data, self.decode(data)
 
@@ -173,7 +174,7 @@ class ValueCodec:
             return None
         return hashlib.blake2b(data, digest_size=16).hexdigest()
 
-    def _encode(self, value: Any, what: str, canonical: bool) -> bytes:
+    def _encode(self, value: Any, what: object, canonical: bool) -> bytes:
         try:
             if _plain_data(value):  # the common case, encoded as it is (no extension type)
                 try:
@@ -190,7 +191,7 @@ class ValueCodec:
         except (TypeError, ValueError, OverflowError) as exc:  # e.g. an int beyond 64 bits
             raise EncodingError(f"cannot journal {what}{where()}: {exc}. {_SUPPORTED}") from None
 
-    def _guard(self, what: str, size: int) -> None:
+    def _guard(self, what: object, size: int) -> None:
         """``size`` is over a payload threshold: warn, or fail with PayloadTooLargeError."""
         if self.max_payload_bytes is not None and size > self.max_payload_bytes:
             if self.observer is not None:

@@ -1,62 +1,43 @@
-"""The agent model, the keyed run loop, and its bindings (local runner, PyFlink).
+"""The keyed run loop: per key the next sequence number, pending inputs, memory and the
+recovery marker; a run through the agent's actions; what an action sees; dead letters; and
+the local runner (:class:`LocalRunner`). The PyFlink binding drives the same loop from
+:mod:`actionjournal.flink`.
 
-Like every package here, it imports each name on first use (why: actionjournal._lazy);
-so the PyFlink binding (:class:`AgentsExecutionEnvironment` and its savepoint helpers) needs
-PyFlink only when used.
+Like every package here, it imports each name on first use (why: actionjournal._lazy).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from actionjournal._lazy import lazy_attributes
+from actionjournal._lazy import lazy_attributes, lazy_names
 
 if TYPE_CHECKING:
-    from actionjournal.durable.agent import Agent, action
-    from actionjournal.durable.events import Event, InputEvent, OutputEvent
-    from actionjournal.operator.config import AgentsConfig
-    from actionjournal.operator.context import RunnerContext
-    from actionjournal.operator.flink import (
-        AgentsExecutionEnvironment,
-        savepoint,
-        set_log_dir,
-        set_python_worker_mode,
-        stop_with_savepoint,
+    from actionjournal.operator.config import (
+        RunFailurePolicy as RunFailurePolicy,
     )
-    from actionjournal.operator.local import LocalRunner, Snapshot
-    from actionjournal.operator.memory import Memory
-
-__all__ = [
-    "Agent",
-    "AgentsConfig",
-    "AgentsExecutionEnvironment",
-    "Event",
-    "InputEvent",
-    "LocalRunner",
-    "Memory",
-    "OutputEvent",
-    "RunnerContext",
-    "Snapshot",
-    "action",
-    "savepoint",
-    "set_log_dir",
-    "set_python_worker_mode",
-    "stop_with_savepoint",
-]
+    from actionjournal.operator.context import (
+        RunnerContext as RunnerContext,
+    )
+    from actionjournal.operator.dead_letters import (
+        DeadLetter as DeadLetter,
+    )
+    from actionjournal.operator.local import (
+        LocalRunner as LocalRunner,
+    )
+    from actionjournal.operator.local import (
+        Snapshot as Snapshot,
+    )
+    from actionjournal.operator.memory import (
+        Memory as Memory,
+    )
 
 _LAZY = {
-    "actionjournal.durable.agent": ("Agent", "action"),
-    "actionjournal.durable.events": ("Event", "InputEvent", "OutputEvent"),
-    "actionjournal.operator.config": ("AgentsConfig",),
+    "actionjournal.operator.config": ("RunFailurePolicy",),
     "actionjournal.operator.context": ("RunnerContext",),
-    "actionjournal.operator.flink": (
-        "AgentsExecutionEnvironment",
-        "savepoint",
-        "set_log_dir",
-        "set_python_worker_mode",
-        "stop_with_savepoint",
-    ),
+    "actionjournal.operator.dead_letters": ("DeadLetter",),
     "actionjournal.operator.local": ("LocalRunner", "Snapshot"),
     "actionjournal.operator.memory": ("Memory",),
 }
+__all__ = lazy_names(_LAZY)
 __getattr__ = lazy_attributes(__name__, _LAZY)

@@ -7,12 +7,14 @@ from collections.abc import Callable, Coroutine
 from typing import Any, get_args
 
 from actionjournal.durable.agent import Agent
-from actionjournal.durable.calls import ActionCalls, CallOptions, Reconciler
+from actionjournal.durable.call_options import CallOptions, Reconciler
+from actionjournal.durable.calls import ActionCalls
 from actionjournal.durable.config import UnknownOutcomePolicy
 from actionjournal.durable.errors import ConfigurationError, ContextClosedError
 from actionjournal.durable.events import Event
 from actionjournal.durable.identity import event_id, function_id
 from actionjournal.durable.retry import RetryPolicy
+from actionjournal.durable.stats import JournalMetrics
 from actionjournal.operator.memory import Memory
 from actionjournal.reconcilers.registry import resolve
 
@@ -36,6 +38,11 @@ class RunnerContext:
         self._calls = calls
         self._sent = sent
         self._closed = False
+
+    @property
+    def metrics(self) -> JournalMetrics:
+        """The engine's metrics, for what an action counts itself (an agent loop's budget)."""
+        return self._calls.metrics
 
     def close(self) -> None:
         """The action finished: every later use of this context raises ContextClosedError."""

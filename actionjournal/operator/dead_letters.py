@@ -21,7 +21,9 @@ class DeadLetter:
     """A dead-lettered run: its key and input, why it failed, and where the journal says so.
 
     ``error`` is the failure as the run reported it (it names the action and the durable
-    call); ``error_type`` the dotted type of the exception at its root. ``partition`` and
+    call); ``error_type`` the dotted type of the exception at its root and
+    ``error_message`` that exception's own message (its ``str()``); ``action`` and
+    ``call_id`` the failed action and durable call, when known. ``partition`` and
     ``position`` locate the run's final ``RunFailed`` record; both are ``None`` when the
     dead letter was handed out again after a restore (the record had been written before).
     ``number`` counts the run's dead letters: a re-drive that fails again gives number 2.
@@ -37,6 +39,9 @@ class DeadLetter:
     partition: int | None = None
     position: int | None = None
     number: int = 1
+    error_message: str = ""
+    action: str | None = None  # the action that failed, when the run's error says
+    call_id: str | None = None  # the durable call whose final failure failed it, if one did
 
     def to_json(self) -> str:
         """One JSON object: readable fields, and ``data``, what :meth:`from_json` rebuilds the
@@ -47,6 +52,9 @@ class DeadLetter:
             "seq": self.seq,
             "error": self.error,
             "error_type": self.error_type,
+            "error_message": self.error_message,
+            "action": self.action,
+            "call_id": self.call_id,
             "when": self.when,
             "key_id": self.key_id,
             "partition": self.partition,
@@ -73,6 +81,9 @@ class DeadLetter:
             partition=doc.get("partition"),
             position=doc.get("position"),
             number=doc.get("number", 1),
+            error_message=doc.get("error_message", ""),
+            action=doc.get("action"),
+            call_id=doc.get("call_id"),
         )
 
 

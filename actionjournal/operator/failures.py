@@ -16,12 +16,12 @@ journaled anyway.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import logging
 import time
 from typing import Any
 
+from actionjournal.durable.error_records import capture_error
 from actionjournal.durable.errors import (
     ActionJournalError,
     RecordError,
@@ -30,7 +30,6 @@ from actionjournal.durable.errors import (
     RedriveError,
     StoreError,
 )
-from actionjournal.durable.exceptions import capture_error
 from actionjournal.durable.identity import input_digest
 from actionjournal.durable.records import ErrorInfo, RunFailed
 from actionjournal.durable.replay import KeyJournal, RecordedRun
@@ -38,7 +37,7 @@ from actionjournal.durable.values import type_name
 from actionjournal.durable.writer import RunWriter
 from actionjournal.operator.config import RunFailurePolicy
 from actionjournal.operator.dead_letters import DeadLetter
-from actionjournal.operator.run import Run, RunEnv, RunResult
+from actionjournal.operator.run import RunEnv, RunExecution, RunResult
 
 log = logging.getLogger(__name__)
 
@@ -108,24 +107,27 @@ class RunFailures:
             "on_run_failure='dead-letter'"
         )
 
-    async def failed(self, run: Run, recorded: RecordedRun, exc: Exception) -> RunResult:
+    async def failed(self, run: RunExecution, recorded: RecordedRun, exc: Exception) -> RunResult:
         """Apply the policy to ``run``'s failure: raise it, or dead-letter the run."""
-        counts = self.env.counts
+        metrics = self.env.metrics
         if not is_run_failure(exc) or self.policy == "fail":
-            counts.run("failed")
+            metrics.run("failed")
             raise exc
         final = self.policy == "dead-letter" or recorded.tries >= self.restarts
-        marker = await asyncio.to_thread(self._journal, run, exc, final)
+        marker = await self.env.health.run(self._journal, run, exc, final)
         if not final:
-            counts.run("failed")
+            metrics.run("failed")
             raise exc
-        counts.run("dead_lettered")
+        metrics.run("dead_lettered")
         letter = DeadLetter(
             key=run.key,
             seq=run.seq,
             input=self.env.values.decode(run.input_data),
             error=str(exc),
-            error_type=_root_type(exc),
+            error_type=type_name(type(_root(exc))),
+            error_message=_message(_root(exc)),
+            action=getattr(exc, "action", None),
+            call_id=getattr(exc, "call_id", None),
             when=time.time(),
             key_id=run.writer.key_id,
             partition=marker.partition,
@@ -141,7 +143,7 @@ class RunFailures:
         )
         return RunResult([], run.short_term, marker, letter)
 
-    def _journal(self, run: Run, exc: Exception, final: bool) -> Any:
+    def _journal(self, run: RunExecution, exc: Exception, final: bool) -> Any:
         # Not through the run's length budget: a run that failed for its length must
         # still say so in the journal.
         writer: RunWriter = dataclasses.replace(run.writer, budget=None)
@@ -178,11 +180,23 @@ class RunFailures:
             input=self.env.values.decode(input_data),
             error=failed.error.message,
             error_type=_root_info(failed.error).type,
+            error_message=_root_info(failed.error).message,
+            **self._where(failed.error),
             when=failed.at,
             key_id=key_id,
             number=recorded.dead_letters,
         )
         return RunResult([], {}, None, letter)
+
+    def _where(self, error: ErrorInfo) -> dict[str, Any]:
+        """The action and call id a journaled run failure recorded as its attributes."""
+        try:
+            state = self.env.values.decode(error.state) if error.state else {}
+        except ActionJournalError:
+            return {}
+        if not isinstance(state, dict):
+            return {}
+        return {name: state.get(name) for name in ("action", "call_id")}
 
     def refused(
         self, key: Any, key_id: str, seq: int, input_data: bytes, exc: RedriveError
@@ -191,13 +205,14 @@ class RunFailures:
         back as a dead letter again (journaling nothing: the same happens after a restore)."""
         if self.policy == "fail":
             raise exc
-        self.env.counts.run("dead_lettered")
+        self.env.metrics.run("dead_lettered")
         letter = DeadLetter(
             key=key,
             seq=seq,
             input=self.env.values.decode(input_data),
             error=str(exc),
             error_type=type_name(RedriveError),
+            error_message=str(exc),
             when=time.time(),
             key_id=key_id,
         )
@@ -224,10 +239,17 @@ class RunFailures:
         return run
 
 
-def _root_type(exc: BaseException) -> str:
+def _root(exc: BaseException) -> BaseException:
     while exc.__cause__ is not None:
         exc = exc.__cause__
-    return type_name(type(exc))
+    return exc
+
+
+def _message(exc: BaseException) -> str:
+    try:
+        return str(exc)
+    except Exception:
+        return repr(exc)
 
 
 def _root_info(info: ErrorInfo) -> ErrorInfo:

@@ -19,22 +19,25 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+import pydantic
 
 from actionjournal.durable.agent import Agent
 from actionjournal.durable.config import JournalConfig
 from actionjournal.durable.errors import (
     ActionJournalError,
+    ConfigurationError,
     CorruptRecordError,
     UnsupportedFormatError,
 )
 from actionjournal.durable.events import Event
+from actionjournal.durable.options import check_callable, checked
 from actionjournal.durable.records import FORMAT_VERSION, JournalBinding
 from actionjournal.durable.stats import JournalMetrics
-from actionjournal.operator.config import RunFailurePolicy
+from actionjournal.durable.store import Store
+from actionjournal.operator.config import RunFailureOptions, RunFailurePolicy
 from actionjournal.operator.dead_letters import DeadLetter
 from actionjournal.operator.engine import AgentEngine, KeyState
 from actionjournal.operator.markers import Journals
-from actionjournal.stores.base import JournalStore
 
 log = logging.getLogger(__name__)
 NO_BINDING = (
@@ -75,6 +78,15 @@ class Snapshot(msgspec.Struct):
 OutputSink = Callable[[Any, Event], None]
 
 
+class _FeedOptions(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="forbid", strict=True)
+
+    snapshot_every: int = pydantic.Field(0, ge=0)
+    """Snapshot every n inputs consumed (0: never)."""
+    pace: float = pydantic.Field(0.0, ge=0)
+    """Seconds between inputs."""
+
+
 class LocalRunner:
     """Runs an agent over keyed inputs; outputs go to ``outputs`` and to ``on_output`` if given.
 
@@ -93,7 +105,7 @@ class LocalRunner:
     def __init__(
         self,
         agent: Agent,
-        store: JournalStore,
+        store: Store,
         config: JournalConfig | None = None,
         on_output: OutputSink | None = None,
         *,
@@ -101,7 +113,23 @@ class LocalRunner:
         run_failure_restarts: int = 3,
         on_dead_letter: Callable[[DeadLetter], None] | None = None,
     ) -> None:
-        self.engine = AgentEngine(agent, store, config, on_run_failure, run_failure_restarts)
+        owner = "LocalRunner"
+        options = checked(
+            owner,
+            RunFailureOptions,
+            on_run_failure=on_run_failure,
+            run_failure_restarts=run_failure_restarts,
+        )
+        if config is not None and not isinstance(config, JournalConfig):
+            raise ConfigurationError(
+                f"{owner}: config={config!r} is not a JournalConfig: pass "
+                "actionjournal.JournalConfig(...), or None for the defaults"
+            )
+        check_callable(owner, "on_output", on_output)
+        check_callable(owner, "on_dead_letter", on_dead_letter)
+        self.engine = AgentEngine(
+            agent, store, config, options.on_run_failure, options.run_failure_restarts
+        )
         self.engine.compact_markers = True  # snapshots keep the journals they reference
         self.on_output = on_output
         self.on_dead_letter = on_dead_letter
@@ -115,16 +143,16 @@ class LocalRunner:
 
     @property
     def counts(self) -> dict[str, int]:
-        return self.engine.counts.as_dict()
+        return self.engine.metrics.as_dict()
 
     @property
     def metrics(self) -> JournalMetrics:
         """This runner's metrics (its own Prometheus registry); see docs/operations.md."""
-        return self.engine.counts
+        return self.engine.metrics
 
     def serve_metrics(self, port: int = 0, addr: str = "127.0.0.1") -> int:
         """Serve the metrics at ``http://addr:port/metrics`` (0: a free port); returns the port."""
-        return self.engine.counts.serve(port, addr)
+        return self.engine.metrics.serve(port, addr)
 
     def submit(self, key: Any, value: Any) -> None:
         """Accept one input for ``key``; it runs after the key's earlier inputs.
@@ -194,6 +222,12 @@ class LocalRunner:
         pace: float,
     ) -> None:
         self._check_alive()
+        checked("LocalRunner", _FeedOptions, snapshot_every=snapshot_every, pace=pace)
+        if snapshot_every and not snapshot_path:
+            raise ConfigurationError(
+                f"LocalRunner: snapshot_every={snapshot_every} needs snapshot_path=... (where "
+                "to write the snapshots)"
+            )
         self.resume()
         for key, value in pairs:
             self.submit(key, value)
@@ -251,8 +285,8 @@ class LocalRunner:
             [KeySnapshot(values.encode(k), kid, s) for kid, (k, s) in self.states.items()],
             self.engine.config.namespace,
             self.engine.agent.operator_uid,
-            self.engine.binding,
-            self.engine.history,
+            self.engine.restore.binding,
+            self.engine.restore.history,
         )
         path = Path(path)
         tmp = path.with_name(path.name + ".tmp")
@@ -267,7 +301,7 @@ class LocalRunner:
         cls,
         path: str | Path,
         agent: Agent,
-        store: JournalStore,
+        store: Store,
         config: JournalConfig | None = None,
         on_output: OutputSink | None = None,
         **options: Any,
@@ -291,7 +325,7 @@ class LocalRunner:
         if snap.binding is None:
             log.warning(NO_BINDING, path)
         # Before any key runs.
-        runner.engine.bind([snap.binding] if snap.binding else [], history=snap.history)
+        runner.engine.restore.bind([snap.binding] if snap.binding else [], history=snap.history)
         values = runner.engine.env.values
         runner.inputs_consumed = snap.inputs_consumed
         runner.states = {k.key_id: (values.decode(k.key), k.state) for k in snap.keys}

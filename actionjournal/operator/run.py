@@ -38,12 +38,12 @@ from actionjournal.durable.records import (
 )
 from actionjournal.durable.replay import RecordedAction, RecordedRun
 from actionjournal.durable.stats import JournalMetrics
+from actionjournal.durable.store import Store
 from actionjournal.durable.values import ValueCodec
-from actionjournal.durable.writer import RunWriter
+from actionjournal.durable.writer import JournalHealth, RunWriter
 from actionjournal.operator.context import RunnerContext
 from actionjournal.operator.dead_letters import DeadLetter
 from actionjournal.operator.memory import Memory, apply_op
-from actionjournal.stores.base import JournalStore
 
 log = logging.getLogger(__name__)
 
@@ -61,13 +61,14 @@ class RunEnv:
     """What every run of one operator shares."""
 
     agent: Agent
-    store: JournalStore
+    store: Store
     config: JournalConfig
     values: ValueCodec
-    counts: JournalMetrics  # what the engine counts and times
+    metrics: JournalMetrics  # what the engine counts and times
+    health: JournalHealth  # the journal's threads, and its first refused write
 
 
-class Run:
+class RunExecution:
     def __init__(
         self,
         env: RunEnv,
@@ -93,7 +94,7 @@ class Run:
         budget = RunBudget(
             config.run_records_warn,
             config.max_run_records,
-            env.counts,
+            env.metrics,
             f"key id {key_id}, seq {seq}",
             recorded.records,
         )
@@ -104,8 +105,9 @@ class Run:
             config.epoch,
             key_id,
             seq,
-            env.counts,
+            env.metrics,
             budget,
+            health=env.health,
         )
         self.short_term = memory
         self.sensory: dict[str, Any] = {}
@@ -128,7 +130,7 @@ class Run:
         gone = {a.name: a for a in self.recorded.actions.values() if a.name and a.name not in names}
         if not gone:
             return
-        self.env.counts.call("diverged", sum(len(a.calls) for a in gone.values()))
+        self.env.metrics.call("diverged", sum(len(a.calls) for a in gone.values()))
         missing = ", ".join(sorted(gone))
         where = f"key {_short(self.key)} (key id {self.writer.key_id}), seq {self.seq}"
         if self.env.config.on_divergence == "fail":
@@ -138,7 +140,10 @@ class Run:
                 "no longer has: renamed or removed since the journal was written, so its "
                 "journaled calls would run again under another name. Restore the action's name, "
                 "or set journal.on_divergence='rerun' to run this run's actions without the "
-                "journaled ones (calls they had made run again)"
+                "journaled ones (calls they had made run again)",
+                key_id=self.writer.key_id,
+                seq=self.seq,
+                action=missing,
             )
         log.warning(
             "%s: the journal holds action(s) %s that the agent no longer has; "
@@ -181,16 +186,15 @@ class Run:
         marker = None
         if records:
             context = ", ".join(f"action {r.action}" for r in self._last)
-            markers = await asyncio.to_thread(
-                self.writer.write_all,
+            markers = await self.writer.write_all_async(
                 records,
                 f"{context} finished but was not journaled" if context else "",
             )
             for _ in self._last:
-                self.env.counts.action("executed")
+                self.env.metrics.action("executed")
             if isinstance(records[-1], RunCompleted):
                 marker = markers[-1]
-        self.env.counts.run("completed" if self.recorded.completed is None else "replayed")
+        self.env.metrics.run("completed" if self.recorded.completed is None else "replayed")
         return RunResult(self.outputs, self.short_term, marker)
 
     def _dispatch(self, event: Event, attributes: bytes) -> list[asyncio.Task[Any]]:
@@ -216,7 +220,7 @@ class Run:
         return tasks
 
     def _replay(self, completed: ActionCompleted) -> None:
-        self.env.counts.action("replayed")
+        self.env.metrics.action("replayed")
         for op in completed.memory_ops:
             target = self.short_term if op.scope == "short_term" else self.sensory
             try:
@@ -228,9 +232,11 @@ class Run:
                     f"{exc}. Memory differs from when the action ran: the journal was written "
                     "by code that allowed this update"
                 ) from exc
+        upstream = (completed.trigger_event_id, completed.action)
         for data in completed.outputs:
             attributes = self.env.values.decode(data.attributes)
-            self._queue.append((Event.rebuild(data.type, attributes, data.id), data.attributes))
+            event = Event.rebuild(data.type, attributes, data.id, upstream)
+            self._queue.append((event, data.attributes))
 
     async def _execute(
         self, spec: ActionSpec, event: Event, aid: str, recorded: RecordedAction
@@ -246,7 +252,7 @@ class Run:
         sent: list[Event] = []
         writer = self.writer.for_action(spec.name)  # remembers failed writes, closes at the end
         calls = ActionCalls(
-            writer, aid, spec.name, recorded, env.config, env.values, env.counts, self.redrive
+            writer, aid, spec.name, recorded, env.config, env.values, env.metrics, self.redrive
         )
         owner = f"action {spec.name} (key {_short(self.key)}, seq {self.seq})"
         ctx = RunnerContext(
@@ -263,7 +269,7 @@ class Run:
                 await _run_body(spec, event, ctx)
             if writer.failure is not None:
                 raise writer.failure
-            out = self._sent_events(spec.name, aid, sent)
+            out = self._sent_events(spec.name, aid, sent, event.id)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -279,14 +285,13 @@ class Run:
             memory_ops=ops,
             outputs=[EventData(e.id or "", e.type, data) for e, data in out],
             at=time.time(),
+            trigger_event_id=event.id,
         )
         if self._ends_run(out):  # nothing of the run follows: one commit with RunCompleted
             self._last.append(record)
             return out
-        await asyncio.to_thread(
-            self.writer.write, record, f"action {spec.name} finished but was not journaled"
-        )
-        env.counts.action("executed")
+        await self.writer.write_async(record, f"action {spec.name} finished but was not journaled")
+        env.metrics.action("executed")
         return out
 
     def _ends_run(self, out: list[tuple[Event, bytes]]) -> bool:
@@ -299,9 +304,11 @@ class Run:
         output = self.env.agent.output_event_type
         return all(event.type == output or not actions.get(event.type) for event, _ in out)
 
-    def _sent_events(self, action: str, aid: str, sent: list[Event]) -> list[tuple[Event, bytes]]:
+    def _sent_events(
+        self, action: str, aid: str, sent: list[Event], trigger: str | None
+    ) -> list[tuple[Event, bytes]]:
         """The events an action sent, as the journal keeps them and as replay rebuilds them,
-        so the next actions get the same event (class, id, attributes) on every run."""
+        so the next actions get the same event (class, id, attributes, lineage) every run."""
         uid, kid = self.env.agent.operator_uid, self.writer.key_id
         out = []
         for index, sent_event in enumerate(sent):
@@ -317,22 +324,40 @@ class Run:
                 sent_event.attributes, f"attributes of event {sent_event.type!r} sent by {action}"
             )
             eid = event_id(uid, kid, aid, index)  # the id send_event returned
-            out.append((Event.rebuild(sent_event.type, attributes, eid), data))
+            out.append((Event.rebuild(sent_event.type, attributes, eid, (trigger, action)), data))
         return out
 
     def _failed(
         self, action: str, exc: Exception, write_failure: Exception | None, calls: ActionCalls
     ) -> ActionFailedError:
         where = f"action {action} failed for key {self.key!r} seq {self.seq}"
+        fields: dict[str, Any] = {"key_id": self.writer.key_id, "seq": self.seq, "action": action}
         if write_failure is not None:
             return ActionFailedError(
                 f"{where}: a journal write of the action failed ({write_failure}); the action "
                 "fails even if its code caught that error, so nothing of it is journaled as "
-                f"completed. {self.consequence}"
+                f"completed. {self.consequence}",
+                **fields,
             )
         raised = calls.failure_of(exc)
-        detail = f"{raised} raised {exc!r}" if raised else repr(exc)
-        return ActionFailedError(f"{where}: {detail}. {self.consequence}")
+        if raised is None:
+            return ActionFailedError(f"{where}: {_described(exc)}. {self.consequence}", **fields)
+        how, call_id = raised
+        return ActionFailedError(
+            f"{where}: {how} raised {_described(exc)}. {self.consequence}",
+            **fields,
+            call_id=call_id,
+        )
+
+
+def _described(exc: Exception) -> str:
+    """``repr(exc)``, and its ``str()`` too when that says more (a custom ``__str__``)."""
+    text = repr(exc)
+    try:
+        message = str(exc)
+    except Exception:
+        return text
+    return text if not message or message in text else f"{text}: {message}"
 
 
 async def _run_body(spec: ActionSpec, event: Event, ctx: RunnerContext) -> None:

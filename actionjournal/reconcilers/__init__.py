@@ -10,37 +10,42 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from actionjournal._lazy import lazy_attributes
+from actionjournal._lazy import lazy_attributes, lazy_names
 
 if TYPE_CHECKING:
     from actionjournal.durable.outcomes import (
-        CallInfo,
-        Failed,
-        NotStarted,
-        Outcome,
-        Recovered,
-        StillRunning,
+        CallInfo as CallInfo,
     )
-    from actionjournal.reconcilers.registry import reconciled_by, reconciler
+    from actionjournal.durable.outcomes import (
+        Failed as Failed,
+    )
+    from actionjournal.durable.outcomes import (
+        NotStarted as NotStarted,
+    )
+    from actionjournal.durable.outcomes import (
+        Outcome as Outcome,
+    )
+    from actionjournal.durable.outcomes import (
+        Recovered as Recovered,
+    )
+    from actionjournal.durable.outcomes import (
+        StillRunning as StillRunning,
+    )
+    from actionjournal.reconcilers.errors import (
+        RemoteAgentError as RemoteAgentError,
+    )
+    from actionjournal.reconcilers.errors import (
+        RemoteJobFailed as RemoteJobFailed,
+    )
+    from actionjournal.reconcilers.registry import (
+        reconciled_by as reconciled_by,
+    )
+    from actionjournal.reconcilers.registry import (
+        reconciler as reconciler,
+    )
     from actionjournal.reconcilers.remote_job import (
-        RemoteAgentError,
-        RemoteAgentJob,
-        RemoteJobFailed,
+        RemoteAgentJob as RemoteAgentJob,
     )
-
-__all__ = [
-    "CallInfo",
-    "Failed",
-    "NotStarted",
-    "Outcome",
-    "Recovered",
-    "RemoteAgentError",
-    "RemoteAgentJob",
-    "RemoteJobFailed",
-    "StillRunning",
-    "reconciled_by",
-    "reconciler",
-]
 
 _LAZY = {
     "actionjournal.durable.outcomes": (
@@ -51,11 +56,9 @@ _LAZY = {
         "Recovered",
         "StillRunning",
     ),
+    "actionjournal.reconcilers.errors": ("RemoteAgentError", "RemoteJobFailed"),
     "actionjournal.reconcilers.registry": ("reconciled_by", "reconciler"),
-    "actionjournal.reconcilers.remote_job": (
-        "RemoteAgentError",
-        "RemoteAgentJob",
-        "RemoteJobFailed",
-    ),
+    "actionjournal.reconcilers.remote_job": ("RemoteAgentJob",),
 }
+__all__ = lazy_names(_LAZY)
 __getattr__ = lazy_attributes(__name__, _LAZY)

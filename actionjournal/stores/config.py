@@ -1,4 +1,5 @@
-"""Which store a job journals to, validated before anything starts."""
+"""Which store a job journals to, validated before anything starts (the Kafka and Fluss
+configs live with their stores, in stores/kafka and stores/fluss)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,6 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from actionjournal.durable.codec import RecordCodec
-from actionjournal.stores.base import JournalStore
 from actionjournal.stores.fluss.config import FlussStoreConfig
 from actionjournal.stores.kafka.config import KafkaStoreConfig
 
@@ -19,6 +18,7 @@ class SqliteStoreConfig(BaseModel):
 
     backend: Literal["sqlite"] = "sqlite"
     path: str = "actionjournal.db"
+    """The journal file (created with its folder when missing, unless opened as existing)."""
 
 
 class NoStoreConfig(BaseModel):
@@ -29,29 +29,22 @@ class NoStoreConfig(BaseModel):
     backend: Literal["none"] = "none"
 
 
+class MemoryStoreConfig(BaseModel):
+    """A journal in this process's memory, for unit tests: never for a job (not durable)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    backend: Literal["memory"] = "memory"
+    name: str = "memory"
+    """Its name in the store identity (two memory journals of one name are still two)."""
+
+
 StoreConfig = Annotated[
     SqliteStoreConfig | KafkaStoreConfig | FlussStoreConfig | NoStoreConfig,
     Field(discriminator="backend"),
 ]
+"""The store of a job, picked by ``backend``."""
 
-
-def open_store(
-    config: SqliteStoreConfig | KafkaStoreConfig | FlussStoreConfig | NoStoreConfig,
-    codec: RecordCodec,
-) -> JournalStore:
-    """Open the configured store; client libraries are imported only for the chosen backend."""
-    if isinstance(config, NoStoreConfig):
-        from actionjournal.stores.none import NoStore
-
-        return NoStore(codec)
-    if isinstance(config, SqliteStoreConfig):
-        from actionjournal.stores.sqlite import SqliteStore
-
-        return SqliteStore(config.path, codec)
-    if isinstance(config, FlussStoreConfig):
-        from actionjournal.stores.fluss.store import FlussStore
-
-        return FlussStore(config, codec)
-    from actionjournal.stores.kafka.store import KafkaStore
-
-    return KafkaStore(config, codec)
+AnyStoreConfig = (
+    SqliteStoreConfig | KafkaStoreConfig | FlussStoreConfig | NoStoreConfig | MemoryStoreConfig
+)

@@ -9,23 +9,33 @@ from collections.abc import Iterator
 
 from actionjournal.durable.codec import FLAG_SIGNED, RecordCodec
 from actionjournal.durable.records import CONTROL_KEY, JournalRecord, Marker, StoreIdentity
-from actionjournal.durable.stats import note_append
-from actionjournal.stores.base import (
-    MaintenanceStore,
+from actionjournal.durable.store import (
+    Cleanable,
     Progress,
     ScanFilter,
     ScannedRecord,
-    decode_range,
+    StoreObserver,
 )
-from actionjournal.stores.quarantine import KeyRead
+from actionjournal.stores.config import MemoryStoreConfig
+from actionjournal.stores.quarantine import KeyRead, decode_range
 
 _DELETED = ("", "", "", b"")  # a deleted entry: positions of the others must not move
 
 
-class MemoryStore(MaintenanceStore):
-    def __init__(self, codec: RecordCodec | None = None, name: str = "memory") -> None:
+class MemoryStore(Cleanable):
+    """``MemoryStore()``, or ``MemoryStore(MemoryStoreConfig(name=...), codec)``."""
+
+    def __init__(
+        self,
+        config: MemoryStoreConfig | None = None,
+        codec: RecordCodec | None = None,
+        *,
+        observer: StoreObserver | None = None,
+    ) -> None:
+        self.config = config or MemoryStoreConfig()
         self.codec = codec or RecordCodec()
-        self.identity = StoreIdentity("memory", name, uuid.uuid4().hex)
+        self.observer = observer
+        self.identity = StoreIdentity("memory", self.config.name, uuid.uuid4().hex)
         self.entries: list[tuple[str, str, str, bytes]] = []  # (namespace, uid, key_id, bytes)
         self.first_position = 0
         self._lock = threading.Lock()
@@ -36,7 +46,7 @@ class MemoryStore(MaintenanceStore):
         with self._lock:
             self.entries.append((record.namespace, record.operator_uid, record.key_id, data))
             position = self.first_position + len(self.entries) - 1
-        note_append("memory", len(data), started)
+        self.observe_append(len(data), started)
         return self.marker(record.key_id, position, record.epoch)
 
     def read_key(

@@ -18,7 +18,8 @@ import threading
 
 from actionjournal.durable.codec import RecordCodec
 from actionjournal.durable.records import JournalRecord, Marker, StoreIdentity
-from actionjournal.stores.base import JournalStore
+from actionjournal.durable.store import Store, StoreObserver
+from actionjournal.stores.config import NoStoreConfig
 
 __all__ = ["NoStore"]
 
@@ -28,11 +29,21 @@ _warned = False
 _warn_lock = threading.Lock()
 
 
-class NoStore(JournalStore):
+class NoStore(Store):
     """Journals nothing; logs one warning per process that durability is off."""
 
-    def __init__(self, codec: RecordCodec | None = None) -> None:
+    durable = False
+
+    def __init__(
+        self,
+        config: NoStoreConfig | None = None,
+        codec: RecordCodec | None = None,
+        *,
+        observer: StoreObserver | None = None,
+    ) -> None:
+        self.config = config or NoStoreConfig()
         self.codec = codec or RecordCodec()
+        self.observer = observer
         self.identity = StoreIdentity("none", "none", "none")
         _warn_once()
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
+from operator import attrgetter, itemgetter
 
 from actionjournal.durable.codec import RecordCodec
 from actionjournal.durable.errors import CorruptRecordError, RecordError, SignatureError
@@ -119,3 +120,34 @@ def stopped(error: RecordError, key_id: str, command: str) -> RecordError:
         "follow their on_unknown policy",
         error.where,
     )
+
+
+_identity = attrgetter("namespace", "operator_uid", "key_id")
+_data = itemgetter(1)
+
+
+def decode_range(
+    codec: RecordCodec, entries: Entries, start: int, end: int, read: KeyRead
+) -> list[JournalRecord]:
+    """Decode the entries (in position order) at positions ``[start, end)``, all in one
+    :meth:`~RecordCodec.decode_many` call. A bad one, records an operator quarantined, or (in
+    a signed journal) a record that is not what its place says it is, take the slow path
+    of :mod:`actionjournal.stores.quarantine`, which skips the quarantined and says which
+    other record stops the key, where."""
+    if entries and not (start <= entries[0][0] and entries[-1][0] < end):
+        entries = [entry for entry in entries if start <= entry[0] < end]
+    try:
+        records = codec.decode_many(list(map(_data, entries)), lambda i: read.at(entries[i][0]))
+    except RecordError:
+        return decode_past_quarantined(codec, entries, read)
+    if Quarantined in set(map(type, records)):
+        return decode_past_quarantined(codec, entries, read)
+    # In a signed journal a record must also be the key's by what it says itself: a signed
+    # record of another key filed under this one (message key, headers, key column) would
+    # replay as this key's. Unsigned, anyone who can write can forge the record itself.
+    if codec.signed and not set(map(_identity, records)) <= {
+        (read.namespace, read.operator_uid, read.key_id),
+        (read.namespace, read.operator_uid, CONTROL_KEY),
+    }:
+        return decode_past_quarantined(codec, entries, read)
+    return records

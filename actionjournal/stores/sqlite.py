@@ -21,6 +21,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import Path
@@ -28,15 +29,15 @@ from pathlib import Path
 from actionjournal.durable.codec import FLAG_SIGNED, RecordCodec
 from actionjournal.durable.errors import JournalWriteError, RecordError, StoreError
 from actionjournal.durable.records import JournalRecord, Marker, StoreIdentity
-from actionjournal.durable.stats import note_append
-from actionjournal.stores.base import (
-    MaintenanceStore,
+from actionjournal.durable.store import (
+    Cleanable,
     Progress,
     ScanFilter,
     ScannedRecord,
-    decode_range,
+    StoreObserver,
 )
-from actionjournal.stores.quarantine import KeyRead, store_options
+from actionjournal.stores.config import SqliteStoreConfig
+from actionjournal.stores.quarantine import KeyRead, decode_range, store_options
 
 _SCAN_BATCH = 20_000
 _DELETE_BATCH = 20_000
@@ -83,15 +84,26 @@ class _Waiter:
         self.wake.acquire()  # held until the appender is woken
 
 
-class SqliteStore(MaintenanceStore):
-    """``read_only=True`` (the inspect tools): an existing journal, never written to, and no
-    file created next to it (see :func:`_connect_read_only`)."""
+class SqliteStore(Cleanable):
+    """The journal in one SQLite file: ``SqliteStore(SqliteStoreConfig(path=...))``, or for
+    short ``SqliteStore("journal.db")``. ``read_only=True`` (the inspect tools, through
+    :meth:`open_existing`): an existing journal, never written to, and no file created next
+    to it (see :func:`_connect_read_only`)."""
 
     def __init__(
-        self, path: str | Path, codec: RecordCodec | None = None, *, read_only: bool = False
+        self,
+        config: SqliteStoreConfig | str | Path,
+        codec: RecordCodec | None = None,
+        *,
+        observer: StoreObserver | None = None,
+        read_only: bool = False,
     ) -> None:
-        self.path = Path(path)
+        if not isinstance(config, SqliteStoreConfig):
+            config = SqliteStoreConfig(path=str(config))
+        self.config = config
+        self.path = Path(config.path)
         self.codec = codec or RecordCodec()
+        self.observer = observer
         try:
             if read_only:
                 self._db = _connect_read_only(self.path)
@@ -109,7 +121,9 @@ class SqliteStore(MaintenanceStore):
             (store_uid,) = self._db.execute("SELECT v FROM meta WHERE k = 'store_uid'").fetchone()
         except sqlite3.Error as exc:
             raise StoreError(
-                f"cannot open SQLite journal {self.path}: {exc}; check the path and its permissions"
+                f"cannot open SQLite journal {self.path}: {exc}; check the path and its "
+                f"permissions, and if the file is damaged, check it with `sqlite3 {self.path} "
+                "'PRAGMA integrity_check'` and restore it from a copy"
             ) from exc
         self.identity = StoreIdentity("sqlite", str(self.path.resolve()), store_uid)
         self._lock = threading.Lock()  # the connection
@@ -118,6 +132,26 @@ class SqliteStore(MaintenanceStore):
         self._committing = False  # a commit is in progress or handed to a waiter
         # Rows per INSERT: five parameters each, within this SQLite's limit on parameters.
         self._rows = max(1, min(1000, self._db.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) // 5))
+
+    @classmethod
+    def open_existing(
+        cls,
+        config: SqliteStoreConfig,
+        codec: RecordCodec | None = None,
+        *,
+        observer: StoreObserver | None = None,
+        read_only: bool = False,
+    ) -> SqliteStore:
+        """The journal file ``config`` names, which must exist (a mistyped path is an error,
+        never a new empty journal); ``read_only``: never written to."""
+        path = Path(config.path)
+        if not path.is_file():
+            raise StoreError(f"no SQLite journal at {path}: the file does not exist")
+        store = cls(config, codec, observer=observer, read_only=True)  # a non-journal fails here
+        if read_only:
+            return store
+        store.close()
+        return cls(config, codec, observer=observer)
 
     def append(self, record: JournalRecord) -> Marker:
         return self.append_all([record])[0]
@@ -153,7 +187,7 @@ class SqliteStore(MaintenanceStore):
         for pending in waiter.records:
             if pending.error is not None:
                 raise pending.error
-            note_append("sqlite", len(pending.data), started)
+            self.observe_append(len(pending.data), started)
             record = pending.record
             markers.append(self.marker(record.key_id, pending.position, record.epoch))
         return markers
@@ -242,7 +276,7 @@ class SqliteStore(MaintenanceStore):
         self, namespace: str, operator_uid: str, key_id: str, after: Marker | None
     ) -> list[JournalRecord]:
         start = after.position if after is not None else -1
-        with self._lock:
+        with self._reading(f"the records of key id {key_id}"):
             (end,) = self._db.execute("SELECT COALESCE(MAX(pos), 0) FROM journal").fetchone()
             rows = self._db.execute(
                 "SELECT pos, body FROM journal WHERE namespace = ? AND operator_uid = ? "
@@ -256,7 +290,7 @@ class SqliteStore(MaintenanceStore):
         return store_options(self.codec, store="sqlite", path=self.identity.name)
 
     def earliest_position(self, key_id: str) -> int:
-        with self._lock:
+        with self._reading("its earliest position"):
             (low,) = self._db.execute("SELECT MIN(pos) FROM journal").fetchone()
             if low is None:  # empty: everything up to the last position ever used was deleted
                 row = self._db.execute("SELECT seq FROM sqlite_sequence WHERE name='journal'")
@@ -268,7 +302,7 @@ class SqliteStore(MaintenanceStore):
 
     def position_range(self, partition: int) -> tuple[int, int]:
         self._one_partition(partition)
-        with self._lock:
+        with self._reading("its position range"):
             (low, high) = self._db.execute("SELECT MIN(pos), MAX(pos) FROM journal").fetchone()
             if low is None:
                 row = self._db.execute("SELECT seq FROM sqlite_sequence WHERE name='journal'")
@@ -298,7 +332,7 @@ class SqliteStore(MaintenanceStore):
         last = start - 1
         decode = self.codec.decode
         while last < end - 1:
-            with self._lock:
+            with self._reading(f"rows after position {last}"):
                 rows = self._db.execute(query, (namespace, last, end, *extra)).fetchall()
             if not rows:
                 break
@@ -331,12 +365,12 @@ class SqliteStore(MaintenanceStore):
         """Delete this namespace/operator's rows below ``position``, in short transactions.
 
         Rows of other namespaces and operators are never deleted. The file does not
-        shrink (SQLite reuses the freed pages); ``VACUUM`` it offline to give space back.
+        shrink (SQLite reuses the freed pages); ``cleanup apply --vacuum`` gives space back.
         """
         self._one_partition(partition)
         match = "namespace = ? AND operator_uid = ? AND pos < ?"
         args = (namespace, operator_uid, position)
-        with self._lock:
+        with self._reading(f"the rows of namespace {namespace!r} below position {position}"):
             (total,) = self._db.execute(
                 f"SELECT COUNT(*) FROM journal WHERE {match}", args
             ).fetchone()
@@ -359,6 +393,20 @@ class SqliteStore(MaintenanceStore):
                 progress(deleted, max(total, deleted))
             if cursor.rowcount < _DELETE_BATCH:
                 return deleted
+
+    @contextmanager
+    def _reading(self, what: str) -> Iterator[None]:
+        """Hold the connection for a read; SQLite's errors (a damaged page: "database disk
+        image is malformed") become a StoreError naming the journal and what to do."""
+        with self._lock:
+            try:
+                yield
+            except sqlite3.Error as exc:
+                raise StoreError(
+                    f"SQLite journal {self.path}: reading {what} failed: {exc}. If the file is "
+                    f"damaged, check it with `sqlite3 {self.path} 'PRAGMA integrity_check'` and "
+                    "restore it from a copy; until then runs that need it cannot recover"
+                ) from exc
 
     def _one_partition(self, partition: int) -> None:
         if partition != 0:

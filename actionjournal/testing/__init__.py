@@ -10,40 +10,54 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from actionjournal._lazy import lazy_attributes
+from actionjournal._lazy import lazy_attributes, lazy_names
 
 if TYPE_CHECKING:
-    from actionjournal.testing.crash import CrashingStore, CrashOnce, kill_now
-    from actionjournal.testing.flink import JsonLines, local_env, paced_source
-    from actionjournal.testing.harness import (
-        CrashNotReachedError,
-        HarnessError,
-        RestoreMode,
-        RestoreScenario,
-        call_service,
-        service_reconciler,
+    from actionjournal.testing.crash import (
+        CrashingStore as CrashingStore,
     )
-    from actionjournal.testing.model_server import ModelServer
-    from actionjournal.testing.remote_agents import RemoteAgentService
-    from actionjournal.testing.service import CountingService
-
-__all__ = [
-    "CountingService",
-    "CrashNotReachedError",
-    "CrashOnce",
-    "CrashingStore",
-    "HarnessError",
-    "JsonLines",
-    "ModelServer",
-    "RemoteAgentService",
-    "RestoreMode",
-    "RestoreScenario",
-    "call_service",
-    "kill_now",
-    "local_env",
-    "paced_source",
-    "service_reconciler",
-]
+    from actionjournal.testing.crash import (
+        CrashOnce as CrashOnce,
+    )
+    from actionjournal.testing.crash import (
+        kill_now as kill_now,
+    )
+    from actionjournal.testing.flink import (
+        JsonLines as JsonLines,
+    )
+    from actionjournal.testing.flink import (
+        local_env as local_env,
+    )
+    from actionjournal.testing.flink import (
+        paced_source as paced_source,
+    )
+    from actionjournal.testing.harness import (
+        CrashNotReachedError as CrashNotReachedError,
+    )
+    from actionjournal.testing.harness import (
+        HarnessError as HarnessError,
+    )
+    from actionjournal.testing.harness import (
+        RestoreMode as RestoreMode,
+    )
+    from actionjournal.testing.harness import (
+        RestoreScenario as RestoreScenario,
+    )
+    from actionjournal.testing.harness import (
+        call_service as call_service,
+    )
+    from actionjournal.testing.harness import (
+        service_reconciler as service_reconciler,
+    )
+    from actionjournal.testing.model_server import (
+        ModelServer as ModelServer,
+    )
+    from actionjournal.testing.remote_agents import (
+        RemoteAgentService as RemoteAgentService,
+    )
+    from actionjournal.testing.service import (
+        CountingService as CountingService,
+    )
 
 _LAZY = {
     "actionjournal.testing.crash": ("CrashingStore", "CrashOnce", "kill_now"),
@@ -60,4 +74,5 @@ _LAZY = {
     "actionjournal.testing.remote_agents": ("RemoteAgentService",),
     "actionjournal.testing.service": ("CountingService",),
 }
+__all__ = lazy_names(_LAZY)
 __getattr__ = lazy_attributes(__name__, _LAZY)

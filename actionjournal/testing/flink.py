@@ -14,7 +14,7 @@ from pyflink.datastream.connectors import Source
 from pyflink.java_gateway import get_gateway
 
 from actionjournal.dev.flink import STATE_BACKENDS
-from actionjournal.operator.flink import set_python_worker_mode
+from actionjournal.flink.function import set_python_worker_mode
 
 
 def local_env(

@@ -37,6 +37,7 @@ from actionjournal import (
     action,
     current_call,
 )
+from actionjournal.dev.java import missing_java
 from actionjournal.stores import SqliteStore
 from actionjournal.testing.crash import CrashingStore
 from actionjournal.testing.service import CountingService
@@ -190,9 +191,10 @@ def flink_demo(directory: Path, n: int, service: CountingService) -> tuple[dict,
     """Run the agent in a PyFlink job whose Python worker is killed once mid-run."""
     from pyflink.common import Types
 
-    from actionjournal.operator.config import AgentsConfig
-    from actionjournal.operator.flink import AgentsExecutionEnvironment
-    from actionjournal.stores.config import SqliteStoreConfig, open_store
+    from actionjournal.flink.config import AgentsConfig
+    from actionjournal.flink.function import AgentsExecutionEnvironment
+    from actionjournal.stores.config import SqliteStoreConfig
+    from actionjournal.stores.factory import open_store
     from actionjournal.testing.crash import CrashOnce
     from actionjournal.testing.flink import JsonLines, local_env, paced_source
 
@@ -282,6 +284,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.inputs < 1:
         raise UsageError("--inputs: give at least 1 ticket")
+    problem = None if args.local else missing_java()
+    if problem is not None:  # before anything starts or is written
+        raise ToolError(problem)
     prepare(args.dir)
     where = "the local runner" if args.local else "a PyFlink job"
     print(

@@ -13,7 +13,7 @@ import msgspec
 
 from actionjournal.durable.errors import RecordError
 from actionjournal.durable.records import Quarantined
-from actionjournal.stores.base import MaintenanceStore, Progress, ScannedRecord
+from actionjournal.durable.store import Inspectable, Progress, ScannedRecord
 
 # A namespace no record has: a scan for it yields every record undecoded (``foreign``).
 _NO_NAMESPACE = "\x00"
@@ -36,7 +36,7 @@ class Unreadable(msgspec.Struct):
 
 
 def scan(
-    store: MaintenanceStore,
+    store: Inspectable,
     partition: int,
     namespace: str,
     operator_uid: str | None,
@@ -104,7 +104,7 @@ def _mark_quarantined(skipped: list[Unreadable], position: int) -> None:
             bad.kind = "quarantined"
 
 
-def _first_position(store: MaintenanceStore, partition: int, start: int, end: int) -> int:
+def _first_position(store: Inspectable, partition: int, start: int, end: int) -> int:
     try:
         for item in store.scan(partition, _NO_NAMESPACE, start=start, end=end, foreign=True):
             return item.position

@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,9 +17,10 @@ from typing import Any
 import pydantic
 
 from actionjournal.durable.codec import RecordCodec
-from actionjournal.durable.errors import StoreError
-from actionjournal.stores.base import MaintenanceStore
+from actionjournal.durable.errors import ConfigurationError, StoreError
+from actionjournal.durable.store import Cleanable, Inspectable
 from actionjournal.stores.config import SqliteStoreConfig
+from actionjournal.stores.factory import open_store
 from actionjournal.stores.fluss.config import FlussStoreConfig
 from actionjournal.stores.kafka.config import KafkaStoreConfig
 from actionjournal.tools.toolkit import ToolError, UsageError, seconds
@@ -41,8 +41,8 @@ _OPTIONS = {
     "request_timeout_s": "--timeout",
 }
 _USE = (
-    "use --store sqlite --path FILE, --store kafka --bootstrap HOST:PORT --topic TOPIC, or "
-    "--store fluss --bootstrap HOST:PORT --table TABLE [--database DB]"
+    "use --store sqlite --path FILE, --store kafka --bootstrap HOST:PORT [--topic TOPIC], or "
+    "--store fluss --bootstrap HOST:PORT [--table TABLE] [--database DB]"
 )
 
 
@@ -53,9 +53,16 @@ def add_store_args(parser: argparse.ArgumentParser, required: bool = True) -> No
     )
     group.add_argument("--path", help="sqlite: the journal file")
     group.add_argument("--bootstrap", help="kafka, fluss: bootstrap servers host:port[,...]")
-    group.add_argument("--topic", help="kafka: the journal topic")
-    group.add_argument("--database", help="fluss: the journal's database (default: actionjournal)")
-    group.add_argument("--table", help="fluss: the journal table")
+    group.add_argument(
+        "--topic", help=f"kafka: the journal topic (default: {_default(KafkaStoreConfig, 'topic')})"
+    )
+    group.add_argument(
+        "--database",
+        help=f"fluss: the journal's database (default: {_default(FlussStoreConfig, 'database')})",
+    )
+    group.add_argument(
+        "--table", help=f"fluss: the journal table (default: {_default(FlussStoreConfig, 'table')})"
+    )
     group.add_argument(
         "--client-config",
         action="append",
@@ -77,6 +84,11 @@ def add_store_args(parser: argparse.ArgumentParser, required: bool = True) -> No
         help="name of an environment variable holding journal.signing_key, if the job signs "
         "its journal (records are then verified, and cleanup's boundary records signed)",
     )
+
+
+def _default(kind: type[ToolStoreConfig], field: str) -> str:
+    """The store's own default, which a job that sets nothing journals to."""
+    return str(kind.model_fields[field].default)
 
 
 def _client_settings(args: argparse.Namespace) -> dict[str, str]:
@@ -132,23 +144,19 @@ def store_config(args: argparse.Namespace) -> ToolStoreConfig | None:
     if not args.bootstrap:
         raise UsageError(f"--store {backend} needs --bootstrap HOST:PORT")
     if backend == "kafka":
-        if not args.topic:
-            raise UsageError("--store kafka needs --topic TOPIC (the journal topic)")
         return _build(
             KafkaStoreConfig,
             bootstrap_servers=args.bootstrap,
-            topic=args.topic,
+            topic=args.topic or _default(KafkaStoreConfig, "topic"),
             create_topic=False,
             client_config=_client_settings(args),
             admin_timeout_s=args.timeout,
             recovery_cache_bytes=0,
         )
-    if not args.table:
-        raise UsageError("--store fluss needs --table TABLE (the journal table)")
     return _build(
         FlussStoreConfig,
         bootstrap_servers=args.bootstrap,
-        table=args.table,
+        table=args.table or _default(FlussStoreConfig, "table"),
         **({"database": args.database} if args.database else {}),
         create_table=False,
         client_config=_client_settings(args),
@@ -193,90 +201,59 @@ def describe(config: ToolStoreConfig) -> str:
     return f"Fluss table {config.database}.{config.table} on {config.bootstrap_servers}"
 
 
-def record_codec(args: argparse.Namespace) -> RecordCodec:
+def signing_key(args: argparse.Namespace) -> str | None:
+    """The job's ``journal.signing_key`` from the variable ``--signing-key-env`` names."""
     var = getattr(args, "signing_key_env", None)
     if not var:
-        return RecordCodec()
+        return None
     value = os.environ.get(var)
     if not value:
         raise UsageError(f"--signing-key-env {var}: the environment variable is not set")
-    return RecordCodec(value.encode())
+    return value
+
+
+def record_codec(args: argparse.Namespace) -> RecordCodec:
+    key = signing_key(args)
+    return RecordCodec(key.encode() if key else None)
 
 
 @contextlib.contextmanager
 def opened(
     config: ToolStoreConfig, codec: RecordCodec, *, write: bool = False
-) -> Iterator[MaintenanceStore]:
-    """:func:`open_journal` for a ``with`` block: closed after it, and a damaged SQLite file
-    met while reading is an error naming the file."""
+) -> Iterator[Inspectable]:
+    """:func:`open_journal` for a ``with`` block: closed after it, and a journal that cannot
+    be read (a damaged SQLite file) is an error naming it."""
     store = open_journal(config, codec, write=write)
     try:
         yield store
-    except sqlite3.DatabaseError as exc:
-        raise ToolError(
-            f"{describe(config)} cannot be read: {exc}; check the file with `sqlite3 FILE "
-            "'PRAGMA integrity_check'`"
-        ) from None
+    except StoreError as exc:
+        raise ToolError(str(exc)) from None
     finally:
         store.close()
 
 
 def open_journal(
     config: ToolStoreConfig, codec: RecordCodec, *, write: bool = False
-) -> MaintenanceStore:
-    """Open an existing journal for the tools; never creates one. Only ``write=True``
-    (``cleanup apply``) may change it."""
+) -> Inspectable:
+    """Open an existing journal for the tools (:func:`~actionjournal.stores.open_store` with
+    ``existing=True``); never creates one. Only ``write=True`` (``cleanup apply``, a
+    quarantine) may change it."""
     try:
-        if isinstance(config, SqliteStoreConfig):
-            return _open_sqlite(Path(config.path), codec, write)
-        if isinstance(config, KafkaStoreConfig):
-            return _open_kafka(config, codec)
-        return _open_fluss(config, codec)
-    except StoreError as exc:
+        return open_store(config, codec, existing=True, read_only=not write)
+    except (StoreError, ConfigurationError) as exc:
         raise ToolError(str(exc)) from None
+    except Exception as exc:  # a client setting the Kafka or Fluss client does not accept
+        if type(exc).__name__ not in ("KafkaException", "FlussError"):
+            raise
+        raise UsageError(f"--client-config: {exc}") from None
 
 
-def _open_sqlite(path: Path, codec: RecordCodec, write: bool) -> MaintenanceStore:
-    from actionjournal.stores.sqlite import SqliteStore
-
-    if not path.is_file():
-        raise ToolError(f"no SQLite journal at {path}: the file does not exist")
-    store = SqliteStore(path, codec, read_only=True)  # a file that is no journal fails here
-    if not write:
+def cleanable(store: Inspectable, config: ToolStoreConfig) -> Cleanable:
+    """``store`` as one cleanup can shrink, else the tools' one-line refusal."""
+    if isinstance(store, Cleanable):
         return store
-    store.close()
-    return SqliteStore(path, codec)
-
-
-def _open_kafka(config: KafkaStoreConfig, codec: RecordCodec) -> MaintenanceStore:
-    try:
-        from confluent_kafka import KafkaException
-
-        from actionjournal.stores.kafka.store import KafkaStore
-    except ImportError as exc:  # pragma: no cover - depends on the installation
-        raise ToolError(
-            f"the Kafka store needs confluent-kafka ({exc}): pip install 'actionjournal[kafka]'"
-        ) from None
-    try:
-        return KafkaStore.open_existing(
-            config.bootstrap_servers,
-            config.topic,
-            config.client_config,
-            codec,
-            admin_timeout_s=config.admin_timeout_s,
-        )
-    except KafkaException as exc:  # a client setting librdkafka does not accept
-        raise UsageError(f"--client-config: {exc.args[0].str()}") from None
-
-
-def _open_fluss(config: FlussStoreConfig, codec: RecordCodec) -> MaintenanceStore:
-    try:
-        from actionjournal.stores.fluss.maintenance import FlussMaintenanceStore
-    except ImportError as exc:  # pragma: no cover - depends on the installation
-        raise ToolError(
-            f"the Fluss store needs pyfluss ({exc}): pip install 'actionjournal[fluss]'"
-        ) from None
-    return FlussMaintenanceStore.open_existing(config, codec)
+    refuse_cleanup(config)
+    raise ToolError(f"{describe(config)} cannot be cleaned up")
 
 
 def refuse_cleanup(config: ToolStoreConfig) -> None:

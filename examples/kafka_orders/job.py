@@ -14,10 +14,8 @@ from collections.abc import Sequence
 from agent import Orders  # shipped to the workers with --pyFiles
 from pyflink.datastream import StreamExecutionEnvironment
 
-from actionjournal.operator.config import AgentsConfig
-from actionjournal.operator.flink import AgentsExecutionEnvironment
-from actionjournal.operator.kafka import kafka_sink, kafka_source
-from actionjournal.stores.config import KafkaStoreConfig, SqliteStoreConfig
+from actionjournal.flink import AgentsConfig, AgentsExecutionEnvironment, kafka_sink, kafka_source
+from actionjournal.stores import KafkaStoreConfig, SqliteStoreConfig
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -52,10 +52,9 @@ def run_job(
     """
     from pyflink.common import Types
 
-    from actionjournal.operator.config import AgentsConfig
-    from actionjournal.operator.flink import AgentsExecutionEnvironment
-    from actionjournal.stores.config import SqliteStoreConfig
-    from actionjournal.testing.flink import local_env, paced_source
+    from actionjournal.flink import AgentsConfig, AgentsExecutionEnvironment
+    from actionjournal.stores import SqliteStoreConfig
+    from actionjournal.testing import local_env, paced_source
 
     env = local_env(directory / "checkpoints", checkpoint_interval_ms=300, restarts=2)
     config = AgentsConfig(store=SqliteStoreConfig(path=str(directory / "journal.db")))
@@ -92,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
             outputs = run_job(REVIEWS, chat_models(host, model), directory)
             asked = ""
         else:
-            from actionjournal.testing.model_server import ModelServer
+            from actionjournal.testing import ModelServer
 
             server = stack.enter_context(ModelServer(latency=TEST_LATENCY))
             print(

@@ -43,10 +43,9 @@ def run_job(
     """Run the agent over ``tickets`` in a PyFlink job with checkpoints; its outputs."""
     from pyflink.common import Types
 
-    from actionjournal.operator.config import AgentsConfig
-    from actionjournal.operator.flink import AgentsExecutionEnvironment
-    from actionjournal.stores.config import SqliteStoreConfig
-    from actionjournal.testing.flink import local_env, paced_source
+    from actionjournal.flink import AgentsConfig, AgentsExecutionEnvironment
+    from actionjournal.stores import SqliteStoreConfig
+    from actionjournal.testing import local_env, paced_source
 
     env = local_env(directory / "checkpoints", checkpoint_interval_ms=300, restarts=2)
     config = AgentsConfig(store=SqliteStoreConfig(path=str(directory / "journal.db")))
@@ -76,13 +75,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"asking Ollama at {host}, model {model}")
             models = chat_models(host, model)
         else:
-            from actionjournal.testing.model_server import ModelServer
+            from actionjournal.testing import ModelServer
 
             server = stack.enter_context(ModelServer(latency=TEST_LATENCY))
             print(f"asking the local test model server at {server.url} (set OLLAMA_HOST)")
             models = chat_models(server.url)
         if not remote:
-            from actionjournal.testing.remote_agents import RemoteAgentService
+            from actionjournal.testing import RemoteAgentService
 
             service = stack.enter_context(RemoteAgentService(run_seconds=0.5))
             remote = service.url

@@ -41,8 +41,8 @@ import msgspec
 
 from actionjournal import LocalRunner
 from actionjournal.durable.codec import RecordCodec
+from actionjournal.durable.error_records import capture_error
 from actionjournal.durable.errors import JournalWriteError
-from actionjournal.durable.exceptions import capture_error
 from actionjournal.durable.records import (
     CONTROL_KEY,
     FORMAT_VERSION,
@@ -330,7 +330,7 @@ def write_local(out: Path, work: Path) -> None:
 def write_flink(out: Path, work: Path) -> None:
     """A job at parallelism 1 whose runs are held at ``ship`` is stopped with a savepoint while
     the paced source is part way through; restoring it finishes the pending runs and the rest."""
-    from actionjournal.operator.flink import stop_with_savepoint
+    from actionjournal.flink.function import stop_with_savepoint
     from actionjournal.testing.flink import local_env
     from tests.compat.agents import AppendTo
 

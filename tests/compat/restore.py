@@ -103,8 +103,8 @@ def restore_local(golden: Path, work: Path) -> Restored:
 
 def build_flink_job(env: Any, url: str, source: list[str], rate: float, store_factory: Any, sink):
     """The golden job's topology; its uids must match the savepoint's."""
-    from actionjournal.operator.config import AgentsConfig
-    from actionjournal.operator.flink import AgentsExecutionEnvironment
+    from actionjournal.flink import AgentsConfig
+    from actionjournal.flink.function import AgentsExecutionEnvironment
     from actionjournal.testing.flink import paced_source
     from tests.compat.agents import key_of
 

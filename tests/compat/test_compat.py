@@ -19,8 +19,8 @@ import msgspec
 import pytest
 
 from actionjournal.durable.codec import RECORD_TYPES, RecordCodec
+from actionjournal.durable.error_records import rebuild_error
 from actionjournal.durable.errors import ActionJournalError, SignatureError
-from actionjournal.durable.exceptions import rebuild_error
 from actionjournal.durable.records import FORMAT_VERSION, CallFinished, Marker
 from actionjournal.durable.values import ValueCodec
 from actionjournal.operator.engine import KeyState

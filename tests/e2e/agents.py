@@ -17,7 +17,7 @@ from actionjournal import (
     action,
     current_call,
 )
-from actionjournal.stores.config import KafkaStoreConfig, SqliteStoreConfig, open_store
+from actionjournal.stores import KafkaStoreConfig, SqliteStoreConfig, open_store
 from actionjournal.tools.demo import probe_service
 
 

@@ -7,7 +7,7 @@ import os
 from typing import Any
 
 from actionjournal.durable.records import ActionCompleted, JournalRecord, Marker
-from actionjournal.stores.config import SqliteStoreConfig, open_store
+from actionjournal.stores import SqliteStoreConfig, open_store
 from actionjournal.testing.crash import kill_now
 
 

@@ -23,9 +23,9 @@ from pyflink.common import Configuration
 from actionjournal import JournalConfig
 from actionjournal.durable.codec import RecordCodec
 from actionjournal.durable.records import CONTROL_KEY, UpgradeSkipped
-from actionjournal.operator.config import AgentsConfig
-from actionjournal.operator.flink import AgentsExecutionEnvironment, stop_with_savepoint
-from actionjournal.stores.config import open_store
+from actionjournal.flink import AgentsConfig
+from actionjournal.flink.function import AgentsExecutionEnvironment, stop_with_savepoint
+from actionjournal.stores import open_store
 from actionjournal.testing.flink import JsonLines, local_env, paced_source
 from actionjournal.testing.harness import journals
 from actionjournal.testing.service import CountingService

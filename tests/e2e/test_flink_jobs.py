@@ -17,8 +17,8 @@ import pytest
 from pyflink.common import JobStatus, Types
 from pyflink.datastream import ProcessFunction
 
-from actionjournal.operator.config import AgentsConfig
-from actionjournal.operator.flink import AgentsExecutionEnvironment, savepoint, stop_with_savepoint
+from actionjournal.flink import AgentsConfig
+from actionjournal.flink.function import AgentsExecutionEnvironment, savepoint, stop_with_savepoint
 from actionjournal.testing.crash import CrashOnce
 from actionjournal.testing.flink import JsonLines, local_env, paced_source
 from actionjournal.testing.service import CountingService
@@ -152,7 +152,7 @@ def test_a_savepoint_leaves_the_job_running(tmp_path):
 
 def test_pyflink_logs_where_set_log_dir_says(tmp_path):
     script = (
-        "from actionjournal.operator.flink import set_log_dir\n"
+        "from actionjournal.flink.function import set_log_dir\n"
         f"set_log_dir({str(tmp_path / 'logs')!r})\n"
         "from pyflink.datastream import StreamExecutionEnvironment\n"
         "StreamExecutionEnvironment.get_execution_environment()\n"

@@ -21,8 +21,8 @@ from confluent_kafka.admin import AdminClient
 
 from actionjournal import JournalConfig, LocalRunner
 from actionjournal.durable.identity import key_id
-from actionjournal.operator.config import AgentsConfig
-from actionjournal.operator.flink import AgentsExecutionEnvironment
+from actionjournal.flink import AgentsConfig
+from actionjournal.flink.function import AgentsExecutionEnvironment
 from actionjournal.stores.kafka import KafkaStore, KafkaStoreConfig
 from actionjournal.testing.flink import JsonLines, local_env, paced_source
 from actionjournal.testing.service import CountingService

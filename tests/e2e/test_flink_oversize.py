@@ -19,8 +19,8 @@ from pyflink.common import Types
 
 from actionjournal.durable.identity import key_id
 from actionjournal.durable.records import CallFinished, RunFailed
-from actionjournal.operator.config import AgentsConfig
-from actionjournal.operator.flink import AgentsExecutionEnvironment
+from actionjournal.flink import AgentsConfig
+from actionjournal.flink.function import AgentsExecutionEnvironment
 from actionjournal.stores.kafka import KafkaStore, KafkaStoreConfig
 from actionjournal.testing.flink import JsonLines, local_env, paced_source
 from actionjournal.testing.service import CountingService

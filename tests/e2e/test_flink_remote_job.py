@@ -12,8 +12,8 @@ import json
 import pytest
 from pyflink.common import Types
 
-from actionjournal.operator.config import AgentsConfig
-from actionjournal.operator.flink import AgentsExecutionEnvironment
+from actionjournal.flink import AgentsConfig
+from actionjournal.flink.function import AgentsExecutionEnvironment
 from actionjournal.reconcilers import RemoteAgentJob
 from actionjournal.testing.crash import CrashOnce
 from actionjournal.testing.flink import JsonLines, local_env, paced_source

@@ -10,8 +10,8 @@ from collections import Counter
 import pytest
 from pyflink.common import Types
 
-from actionjournal.operator.config import AgentsConfig
-from actionjournal.operator.flink import AgentsExecutionEnvironment
+from actionjournal.flink import AgentsConfig
+from actionjournal.flink.function import AgentsExecutionEnvironment
 from actionjournal.testing.crash import CrashOnce
 from actionjournal.testing.flink import JsonLines, local_env, paced_source
 from actionjournal.testing.service import CountingService

@@ -14,8 +14,8 @@ import time
 import pytest
 
 from actionjournal import Agent, InputEvent, OutputEvent, action
-from actionjournal.operator.config import AgentsConfig
-from actionjournal.operator.flink import AgentsExecutionEnvironment
+from actionjournal.flink import AgentsConfig
+from actionjournal.flink.function import AgentsExecutionEnvironment
 from actionjournal.stores.config import SqliteStoreConfig
 from actionjournal.testing.flink import JsonLines, local_env, paced_source
 

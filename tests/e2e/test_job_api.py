@@ -8,8 +8,8 @@ from pyflink.common import Configuration
 
 from actionjournal import Agent, InputEvent, action
 from actionjournal.durable.errors import ConfigurationError
-from actionjournal.operator.config import AgentsConfig
-from actionjournal.operator.flink import AgentsExecutionEnvironment
+from actionjournal.flink import AgentsConfig
+from actionjournal.flink.function import AgentsExecutionEnvironment
 from actionjournal.testing.flink import local_env
 
 pytestmark = pytest.mark.flink

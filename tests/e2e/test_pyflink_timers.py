@@ -5,7 +5,7 @@ action, and a checkpoint barrier finishes the open bundle and snapshots before t
 actions run. Keyed state written in that bundle is in the checkpoint, its timers are
 not. A plain KeyedProcessFunction: with PyFlink's operator and default bundles this
 pins the upstream behaviour down (an upgrade that fixes it shows up as an unexpected
-pass); actionjournal's draining operator (actionjournal/operator/draining.py) and one
+pass); actionjournal's draining operator (actionjournal/flink/draining.py) and one
 element per bundle (the fallback without a JDK) are the two fixes the binding uses.
 """
 
@@ -20,7 +20,7 @@ from pyflink.common import Configuration, Types
 from pyflink.datastream import KeyedProcessFunction
 from pyflink.datastream.state import ValueStateDescriptor
 
-from actionjournal.operator import draining
+from actionjournal.flink import draining
 from actionjournal.testing.flink import local_env, paced_source
 
 pytestmark = [pytest.mark.flink, pytest.mark.slow]

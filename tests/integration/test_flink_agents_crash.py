@@ -75,3 +75,34 @@ def test_a_react_agent_killed_between_two_tool_calls_repeats_neither_call_nor_qu
         assert out["customer-1"].startswith("[support] reply")
         assert tools.calls_by_name() == {"lookup_order": 1, "refund": 1}
         assert server.count() == 2 and not server.repeated()
+
+
+BUDGET_PLAN = [  # a model that would go on asking for tools for ten rounds
+    [{"name": "lookup_order", "arguments": {"order_id": "o-1"}}],
+    [{"name": "refund", "arguments": {"order_id": "o-1", "amount": 30}}],
+    *[[{"name": "lookup_order", "arguments": {"order_id": "o-1"}}]] * 8,
+]
+
+
+@pytest.mark.parametrize("ending", ["stop", "final_round"])
+def test_a_loop_budget_survives_a_sigkill_and_the_restart_spends_only_what_was_left(
+    tmp_path, ending
+):
+    """Budget: 3 rounds. The first process is SIGKILLed in round 2's tool call (2 questions
+    asked); the restart replays them and asks only round 3 (and the wrap-up): never more
+    questions across both processes than the budget, no question asked twice."""
+    journal = tmp_path / "journal.db"
+    budget = ["--budget-rounds", "3", *(["--final-round"] if ending == "final_round" else [])]
+    with ModelServer(tool_calls={"support": BUDGET_PLAN}) as server, CountingService() as tools:
+        urls = [server.url, tools.url, "ollama"]
+        killed = child(journal, "support", *urls, "--kill-at", "refund", *budget)
+        assert killed.returncode == -9, killed.stderr[-3000:]
+        assert server.count() == 2 and tools.calls_by_name() == {"lookup_order": 1}
+        (out,) = outputs(child(journal, "support", *urls, *budget))
+        asked = 3 + (ending == "final_round")
+        assert server.count() == asked and not server.repeated()
+        assert tools.calls_by_name() == {"lookup_order": 2, "refund": 1}
+        if ending == "final_round":
+            assert "exhausted (rounds)" in server.requests[-1].prompt
+        assert outputs(child(journal, "support", *urls, *budget)) == [out]  # all replayed
+        assert server.count() == asked and tools.executions() == 3

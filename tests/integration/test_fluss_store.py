@@ -193,7 +193,7 @@ def test_recreated_table_is_detected(fluss_store, fluss_table, fluss_run):
     assert second.identity.uid != marker.store.uid
     engine = AgentEngine(Noop(), second)
     with pytest.raises(StoreRecreatedError, match=f"{fluss_table}.*deleted and recreated"):
-        engine.validate_marker("k", pending_state(marker))
+        engine.restore.validate_marker("k", pending_state(marker).marker)
     # The store opened before the drop refuses to write into the new table.
     with pytest.raises(JournalWriteError, match="recreated"):
         first.append(rc("k", 1))
@@ -207,7 +207,7 @@ def test_marker_of_another_table_is_refused(fluss_store, fluss_table):
     with pytest.raises(
         MarkerMismatchError, match=f"{fluss_table}_other.*configured store is fluss"
     ):
-        engine.validate_marker("k", pending_state(marker))
+        engine.restore.validate_marker("k", pending_state(marker).marker)
 
 
 def test_expired_records_below_a_pending_marker_are_data_loss(fault_cluster):

@@ -202,7 +202,7 @@ def test_recreated_topic_is_detected(kafka_store, kafka_admin, topic):
     assert second.identity.uid != marker.store.uid
     engine = AgentEngine(Noop(), second)
     with pytest.raises(StoreRecreatedError, match=f"{topic}.*deleted and recreated"):
-        engine.validate_marker("k", pending_state(marker))
+        engine.restore.validate_marker("k", pending_state(marker).marker)
 
 
 def test_marker_of_another_topic_is_refused(kafka_store, topic):
@@ -210,7 +210,7 @@ def test_marker_of_another_topic_is_refused(kafka_store, topic):
     marker = other.append(rc("k", 0))
     engine = AgentEngine(Noop(), kafka_store(topic))
     with pytest.raises(MarkerMismatchError, match=f"{topic}-other.*configured store is kafka"):
-        engine.validate_marker("k", pending_state(marker))
+        engine.restore.validate_marker("k", pending_state(marker).marker)
 
 
 def test_deleted_records_below_a_pending_marker_are_data_loss(kafka_store, kafka_admin, topic):
@@ -224,7 +224,7 @@ def test_deleted_records_below_a_pending_marker_are_data_loss(kafka_store, kafka
     with pytest.raises(DataLossError, match=f"partition {partition} now starts at position"):
         engine.recover("k", pending_state(markers[1]))
     # A marker still inside the retained range is fine; an idle key reads what is left.
-    assert engine.validate_marker("k", pending_state(markers[2])) == markers[2]
+    assert engine.restore.validate_marker("k", pending_state(markers[2]).marker) == markers[2]
     engine.recover("k", pending_state(markers[2]))
     engine.recover("k", KeyState(next_seq=3, marker=markers[1]))  # idle: no error
     assert seqs(store, "k") == [3, 4]

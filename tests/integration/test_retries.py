@@ -124,3 +124,74 @@ def test_exhausted_attempts_journal_the_final_failure(tmp_path):
     assert kinds.count("CallAttemptFailed") == 2
     (final,) = [r for r in records(tmp_path) if isinstance(r, CallFinished) and r.error]
     assert final.attempt == 2 and final.error.type == "builtins.ConnectionError"
+
+
+def step_runs(service: CountingService, steps: int) -> list[int]:
+    """How many times the service ran each step call (all call ids of a step together)."""
+    return [sum(len(a) for a in service.attempts(f"step-{i}").values()) for i in range(steps)]
+
+
+@pytest.mark.parametrize("policy", ["fail", "dead-letter"])
+def test_a_call_over_max_run_records_never_runs_across_restarts(tmp_path, policy):
+    """Issue 30, item 1: the budget is checked before a call runs, not when its outcome is
+    appended; the 4th of 5 calls has no room for its outcome, so it runs in no process (it
+    used to run in every one). The first process is SIGKILLed after the third outcome."""
+    flags = ["--steps", "5", "--max-run-records", "3", "--policy", policy]
+    with CountingService() as service:
+        assert run_child(tmp_path, service.url, *flags, "--crash", "after:CallFinished:3")["killed"]
+        results = [run_child(tmp_path, service.url, *flags) for _ in range(3)]
+        assert step_runs(service, 5) == [1, 1, 1, 0, 0]
+    if policy == "fail":
+        for result in results:
+            assert "RunJournalTooLongError" in result["error"], result
+            assert "was not run" in result["error"]
+            assert "journal.max_run_records=3" in result["error"]
+    else:
+        assert [r["dead_letters"] for r in results] == [[["k", 0, _TOO_LONG]]] * 3
+    kinds = [type(r).__name__ for r in records(tmp_path)]
+    assert kinds.count("CallFinished") == 3 and "CallStarted" not in kinds
+
+
+_TOO_LONG = "actionjournal.durable.errors.RunJournalTooLongError"
+
+
+def test_an_exhausted_round_without_recorded_failures_gets_a_new_round(tmp_path):
+    """Issue 30, item 2: record_failures=False with on_unknown='fail'. The round's end is
+    journaled, so the next try of the run makes a new round of max_attempts instead of
+    raising UnknownOutcomeError (both attempts' failures are in the journal)."""
+    flags = ["--attempts", "2", "--record-failures", "false", "--on-unknown", "fail"]
+    with CountingService() as service:
+        service.fail("charge", times=None)  # 503 forever: ConnectionError
+        first = run_child(tmp_path, service.url, *flags)
+        assert "ConnectionError" in first["error"] and "record_failures=False" in first["error"]
+        assert charge_attempts(service) == [0, 1]
+        again = run_child(tmp_path, service.url, *flags)
+        assert "UnknownOutcome" not in again["error"], again["error"]
+        assert "ConnectionError" in again["error"]
+        assert charge_attempts(service) == [0, 1, 2, 3]  # a new round of two attempts
+        service.fail("charge", times=0)  # the service is back
+        third = run_child(tmp_path, service.url, *flags)
+        assert third["error"] is None and third["outputs"] == [["k", "o-1"]]
+        assert charge_attempts(service) == [0, 1, 2, 3, 4]
+
+
+def test_lowering_max_attempts_across_a_sigkill_allows_no_attempt_over_it(tmp_path):
+    """Issue 30, item 3: max_attempts=5, SIGKILL in the backoff after 3 failed attempts, a
+    restart with max_attempts=2: no 4th attempt runs; the last failure becomes the call's
+    journaled final outcome, replayed by later restarts."""
+    with CountingService() as service:
+        service.fail("charge", times=None)
+        flags = ["--interval", "0.01", "--backoff", "1"]
+        killed = run_child(
+            tmp_path, service.url, *flags, "--attempts", "5", "--crash", "after:CallAttemptFailed:3"
+        )
+        assert killed["killed"] and charge_attempts(service) == [0, 1, 2]
+        lowered = run_child(tmp_path, service.url, *flags, "--attempts", "2")
+        assert charge_attempts(service) == [0, 1, 2]  # not run again: no attempt is left
+        assert "ConnectionError" in lowered["error"]
+        assert "3 attempts are journaled and max_attempts is 2 now" in lowered["error"]
+        again = run_child(tmp_path, service.url, *flags, "--attempts", "2")
+        assert "replaying its journaled failure" in again["error"]
+        assert charge_attempts(service) == [0, 1, 2]
+    (final,) = [r for r in records(tmp_path) if isinstance(r, CallFinished) and r.error]
+    assert final.attempt == 2 and final.error.type == "builtins.ConnectionError"

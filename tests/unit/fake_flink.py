@@ -14,8 +14,8 @@ from typing import Any
 
 from pyflink.datastream import TimeDomain
 
-from actionjournal.operator.flink import RESTORED, RESTORED_BINDINGS, AgentFunction
-from actionjournal.operator.wakeups import PARAMETER
+from actionjournal.flink.function import RESTORED, RESTORED_BINDINGS, AgentFunction
+from actionjournal.flink.wakeups import PARAMETER
 
 TOKEN = "ab" * 16
 

@@ -8,6 +8,7 @@ import pytest
 from pydantic import BaseModel
 
 from actionjournal.durable.codec import RecordCodec
+from actionjournal.durable.error_records import capture_error, rebuild_error
 from actionjournal.durable.errors import (
     CorruptRecordError,
     EncodingError,
@@ -17,7 +18,6 @@ from actionjournal.durable.errors import (
     SignatureError,
     UnsupportedFormatError,
 )
-from actionjournal.durable.exceptions import capture_error, rebuild_error
 from actionjournal.durable.records import RunCompleted
 from actionjournal.durable.values import ValueCodec
 

@@ -4,6 +4,7 @@ actionjournal.flink_agents, run on the local environment with a real SQLite jour
 from __future__ import annotations
 
 import json
+import uuid
 from collections import Counter
 from typing import Any, ClassVar
 
@@ -38,6 +39,7 @@ from actionjournal.flink_agents.api.resource import ResourceDescriptor, Resource
 from actionjournal.flink_agents.api.runner_context import RunnerContext
 from actionjournal.flink_agents.runtime import events as face_events
 from actionjournal.flink_agents.runtime.configuration import journal_config, store_config
+from actionjournal.flink_agents.runtime.local_execution_environment import position_key
 from actionjournal.flink_agents.runtime.remote_execution_environment import (
     RemoteExecutionEnvironment,
 )
@@ -177,9 +179,19 @@ def test_from_list_to_list_and_execute_behave_as_upstreams(tmp_path):
         builder.to_datastream()
 
 
-def test_every_input_needs_a_key_and_a_value(tmp_path):
-    with pytest.raises(ConfigurationError, match=r"input #1 has no 'key' \(or 'k'\)"):
-        run(UnifiedEventAgent(), [{"key": "a", "value": 1}, {"value": 2}], tmp_path / "j.db")
+def test_an_input_without_a_key_gets_one_from_its_position_and_replays(tmp_path):
+    SCORED.clear()
+    reviews = [{"value": {"id": "r1", "text": "fine"}}, {"value": {"id": "r2", "text": "ok"}}]
+    outputs = run(ReviewFanOut(), reviews, tmp_path / "j.db")
+    keys = [next(iter(o)) for o in outputs]
+    assert keys == [position_key(0), position_key(1)] and len(set(keys)) == 2
+    assert str(uuid.UUID(keys[0])) == keys[0]  # a UUID, as upstream's (random) key is
+    assert sum(SCORED.values()) == 6
+    assert run(ReviewFanOut(), reviews, tmp_path / "j.db") == outputs  # the same keys replay
+    assert sum(SCORED.values()) == 6
+
+
+def test_every_input_needs_a_value(tmp_path):
     with pytest.raises(RuntimeError, match="must be a dict with a 'value'"):
         run(UnifiedEventAgent(), [{"key": "a"}], tmp_path / "j2.db")
 
@@ -492,16 +504,45 @@ def test_upstream_class_names_in_descriptors_mean_ours():
     assert descriptor.clazz.__module__.startswith("actionjournal.flink_agents.")
 
 
+BLOCKING_CALLS: Counter[str] = Counter()
+
+
+def blocking_add(a: int, b: int) -> int:
+    BLOCKING_CALLS[f"{a}+{b}"] += 1
+    return a + b
+
+
 class Blocking(Agent):
+    """Upstream's drop-in: a plain durable_execute in an async action, between async calls."""
+
     @action(InputEvent)
     @staticmethod
     async def act(event: Event, ctx: RunnerContext) -> None:
-        ctx.durable_execute(len, "abc")  # upstream blocks the operator here
+        n = InputEvent.from_event(event).input
+        early = ctx.durable_execute_async(blocking_add, n, 1)  # position 0, awaited later
+        middle = ctx.durable_execute(blocking_add, n, 2)  # blocks; position 1
+        ctx.send_event(Event(type="again", attributes={"sum": middle + await early}))
+
+    @action("again")
+    @staticmethod
+    async def again(event: Event, ctx: RunnerContext) -> None:
+        total = ctx.durable_execute(blocking_add, event.get_attr("sum"), 0)
+        ctx.send_event(OutputEvent(output=total))
 
 
-def test_a_blocking_durable_call_in_an_async_action_is_refused(tmp_path):
-    with pytest.raises(ActionFailedError, match="await ctx.durable_execute_async"):
-        run(Blocking(), [{"key": "k", "value": 1}], tmp_path / "j")
+def test_a_blocking_durable_call_in_an_async_action_runs_warns_once_and_replays(tmp_path, caplog):
+    BLOCKING_CALLS.clear()
+    inputs = [{"key": "a", "value": 1}, {"key": "b", "value": 10}]
+    with caplog.at_level("WARNING", logger="actionjournal.flink_agents.runtime.plan"):
+        assert run(Blocking(), inputs, tmp_path / "j") == [{"a": 5}, {"b": 23}]
+    warnings = [r.getMessage() for r in caplog.records if "blocking" in r.getMessage()]
+    assert len(warnings) == 2  # one per action, not per run
+    assert "action act" in warnings[0] and "action again" in warnings[1]
+    assert all("await ctx.durable_execute_async(...)" in w for w in warnings)
+    assert "every other async action and run on that loop stalls" in warnings[0]
+    assert sum(BLOCKING_CALLS.values()) == 6
+    assert run(Blocking(), inputs, tmp_path / "j") == [{"a": 5}, {"b": 23}]
+    assert sum(BLOCKING_CALLS.values()) == 6  # replayed from the journal: same positions
 
 
 # -- docs/porting.md -------------------------------------------------------------------------
@@ -522,3 +563,30 @@ def test_the_porting_docs_samples_run_as_written(tmp_path, monkeypatch, capsys):
     conf = configured["config"]
     assert store_config(conf, "j.db") == KafkaStoreConfig(bootstrap_servers="localhost:9092")
     assert journal_config(conf).on_divergence == "rerun"
+
+
+class Forgets(Agent):
+    @action(InputEvent)
+    @staticmethod
+    def act(event: Event, ctx: RunnerContext) -> None:
+        step = InputEvent.from_event(event).input
+        memory = ctx.short_term_memory
+        if step == "write":
+            memory.new_object("user").set("name", "ada")
+            memory.set("token", "t-1")
+            ctx.sensory_memory.set("scratch", 1)
+            deleted = (ctx.sensory_memory.delete("scratch"), ctx.sensory_memory.is_exist("scratch"))
+            ctx.send_event(OutputEvent(output=deleted))
+        elif step == "forget":
+            gone = (memory.delete("user"), memory.delete("token"), memory.delete("never"))
+            ctx.send_event(OutputEvent(output=gone))
+        else:
+            ctx.send_event(OutputEvent(output=(memory.is_exist("user"), memory.get("token"))))
+
+
+def test_memory_delete_removes_values_and_objects_and_is_journaled(tmp_path):
+    inputs = [{"key": "k", "value": s} for s in ("write", "forget", "read")]
+    expected = [{"k": (True, False)}, {"k": (True, True, False)}, {"k": (False, None)}]
+    assert run(Forgets(), inputs, tmp_path / "j") == expected
+    again = [*inputs, {"key": "k", "value": "read"}]  # replayed, memory rebuilt with deletes
+    assert run(Forgets(), again, tmp_path / "j") == [*expected, {"k": (False, None)}]

@@ -17,9 +17,9 @@ import pytest
 from actionjournal import Agent, InputEvent, JournalConfig, MarkerMismatchError, action
 from actionjournal.durable.errors import CorruptRecordError
 from actionjournal.durable.records import CONTROL_KEY, JournalBinding, UpgradeSkipped
-from actionjournal.operator.config import AgentsConfig
+from actionjournal.flink import AgentsConfig
+from actionjournal.flink.function import RESTORED, RESTORED_BINDINGS, AgentFunction
 from actionjournal.operator.engine import AgentEngine
-from actionjournal.operator.flink import RESTORED, RESTORED_BINDINGS, AgentFunction
 from actionjournal.stores import SqliteStore
 
 
@@ -86,7 +86,7 @@ def test_without_the_agent_operator_nothing_is_checked_or_reported(stores):
 
 def test_state_without_a_binding_warns_once_per_job(stores, caplog):
     _, new = stores
-    with caplog.at_level(logging.WARNING, logger="actionjournal.operator.flink"):
+    with caplog.at_level(logging.WARNING, logger="actionjournal.flink.function"):
         function(new)._bind(Context(restored(), subtask=0))
         function(new)._bind(Context(restored(), subtask=1))
     assert len(caplog.records) == 1 and "names no journal" in caplog.records[0].getMessage()

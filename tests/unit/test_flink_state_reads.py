@@ -10,9 +10,9 @@ from __future__ import annotations
 import msgspec
 
 from actionjournal import Agent, InputEvent, action
-from actionjournal.operator.config import AgentsConfig
+from actionjournal.flink import AgentsConfig
+from actionjournal.flink.function import AgentFunction
 from actionjournal.operator.engine import KeyState
-from actionjournal.operator.flink import AgentFunction
 from actionjournal.stores.seen import SeenKeys
 
 

@@ -10,9 +10,8 @@ import pytest
 from actionjournal.durable.codec import RecordCodec
 from actionjournal.durable.errors import CorruptRecordError
 from actionjournal.durable.records import Quarantined, RunCompleted
-from actionjournal.stores.base import decode_range
-from actionjournal.stores.fluss.read import Runs, collect, decode_runs, entries
-from actionjournal.stores.quarantine import KeyRead
+from actionjournal.stores.fluss.read import Spans, collect, decode_runs, entries
+from actionjournal.stores.quarantine import KeyRead, decode_range
 
 KEYS = [f"key-{n}" for n in range(5)]
 BASE = 1000  # the batch's first offset
@@ -43,7 +42,7 @@ def rows_of(codec: RecordCodec, n: int = 40) -> list[tuple[str, str, bytes]]:
     ]
 
 
-def read(found: Runs, codec: RecordCodec, key: str, start: int = 0, end: int = 10**6) -> object:
+def read(found: Spans, codec: RecordCodec, key: str, start: int = 0, end: int = 10**6) -> object:
     """The key's records both ways (or the error each raised): they must be the same."""
     where = KeyRead("table t bucket 0", "offset", 0, "ns", "op", key, lambda: "--store fluss")
 
@@ -64,7 +63,7 @@ def read(found: Runs, codec: RecordCodec, key: str, start: int = 0, end: int = 1
 def test_records_of_each_key_in_offset_order(signing_key):
     codec = RecordCodec(signing_key)
     rows = rows_of(codec)
-    found: Runs = {}
+    found: Spans = {}
     collect(batch(rows[:17]), BASE, "ns", "op", "", found)  # two batches, one key's runs in both
     collect(batch(rows[17:]), BASE + 17, "ns", "op", "", found)
     for key in KEYS:
@@ -80,7 +79,7 @@ def test_records_of_each_key_in_offset_order(signing_key):
 
 def test_one_key_of_a_batch():
     codec = RecordCodec()
-    found: Runs = {}
+    found: Spans = {}
     collect(batch(rows_of(codec)), BASE, "ns", "op", KEYS[2], found)
     assert list(found) == [KEYS[2]]
     assert read(found, codec, KEYS[2]) == [
@@ -92,7 +91,7 @@ def test_an_unreadable_record_stops_its_key_until_quarantined():
     codec = RecordCodec()
     rows = rows_of(codec, 20)
     rows[6] = (KEYS[1], "ns", b"not a record")
-    found: Runs = {}
+    found: Spans = {}
     collect(batch(rows), BASE, "ns", "op", "", found)
     error = read(found, codec, KEYS[1])
     assert isinstance(error, tuple) and f"offset {BASE + 6}" in error[1]
@@ -115,6 +114,6 @@ def test_a_decision_about_a_record_no_longer_read_is_dropped():
     decision = Quarantined("ns", "op", 0, KEYS[1], 9, partition=0, position=BASE - 5, size=12,
                            reason="unreadable", at=2.0)  # fmt: skip
     rows = [*rows_of(codec, 20), (KEYS[1], "ns", codec.encode(decision))]
-    found: Runs = {}
+    found: Spans = {}
     collect(batch(rows), BASE, "ns", "op", "", found)
     assert read(found, codec, KEYS[1]) == [run_completed(KEYS[1], i) for i in (1, 6, 16)]

@@ -151,7 +151,7 @@ print("\\n".join(errors) or "ok")
 # What a job's functions name: the agent function, the key selector, a test map chained
 # after the agent, a store factory, the demo's agents; and the top package itself.
 ENTRIES = [
-    "actionjournal.operator.flink",
+    "actionjournal.flink.function",
     "actionjournal.testing.flink",
     "actionjournal.testing.crash",
     "actionjournal.stores.sqlite",

@@ -146,3 +146,27 @@ def test_the_tools_never_write_to_a_sqlite_journal(journal, tmp_path, capsys, wr
     assert hashlib.sha256(journal.read_bytes()).hexdigest() == digest
     if writer is not None:
         writer.close()
+
+
+def test_an_incomplete_action_is_named_from_its_call_records(tmp_path, capsys):
+    """Issue 30, item 5: no `action ?` when the action's call records carry its name."""
+
+    def charge(order):
+        return f"charged {order}"
+
+    class Crashes(Agent):
+        uid = "crashes"
+
+        @action(InputEvent)
+        def pay(self, event, ctx):
+            ctx.durable_execute(charge, event.input)
+            raise RuntimeError("stopped after the charge")
+
+    store = SqliteStore(tmp_path / "j.db")
+    with pytest.raises(Exception, match="stopped after the charge"):
+        asyncio.run(LocalRunner(Crashes(), store).run([("alice", "o-1")]))
+    store.close()
+    assert cli(inspect(tmp_path / "j.db", "--key", "alice")) == 0
+    tree = capsys.readouterr().out
+    assert "action pay [" in tree and "incomplete" in tree, tree
+    assert "action ?" not in tree

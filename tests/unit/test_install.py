@@ -13,14 +13,14 @@ PYPROJECT = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_te
 
 
 def test_an_unsupported_pyflink_is_refused_when_the_job_is_built(monkeypatch):
-    flink = pytest.importorskip("actionjournal.operator.flink")
+    flink = pytest.importorskip("actionjournal.flink.function")
     monkeypatch.setattr(flink, "PYFLINK_VERSION", "2.1.0")
     with pytest.raises(ConfigurationError, match=r"PyFlink 2\.1\.0 is installed.* 2\.3\.x only"):
         flink.AgentsExecutionEnvironment.get_execution_environment()
 
 
 def test_the_flink_extra_pins_the_version_the_job_checks():
-    flink = pytest.importorskip("actionjournal.operator.flink")
+    flink = pytest.importorskip("actionjournal.flink.function")
     extra = PYPROJECT["project"]["optional-dependencies"]["flink"]
     assert extra == [f"apache-flink>={flink.SUPPORTED_PYFLINK},<2.4"]
 

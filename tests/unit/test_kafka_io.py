@@ -8,8 +8,8 @@ import logging
 import pytest
 from pydantic import BaseModel
 
-from actionjournal.operator import kafka
-from actionjournal.operator.kafka import KafkaMessage, MessageKey
+from actionjournal.flink import kafka_io as kafka
+from actionjournal.flink.kafka_io import KafkaMessage, MessageKey
 
 
 def message(key: bytes | None, partition: int = 2, offset: int = 7) -> KafkaMessage:
@@ -30,7 +30,7 @@ def test_records_are_keyed_by_their_kafka_key():
 def test_keyless_records_are_keyed_by_partition_with_one_warning_a_minute(caplog, monkeypatch):
     clock = iter([100.0, 101.0, 102.0, 100.0 + kafka.KEYLESS_WARNING_EVERY_S + 1])
     monkeypatch.setattr(kafka.time, "monotonic", lambda: next(clock))
-    with caplog.at_level(logging.WARNING, logger="actionjournal.operator.kafka"):
+    with caplog.at_level(logging.WARNING, logger="actionjournal.flink.kafka_io"):
         keys = [MessageKey().get_key(message(None, offset=i)) for i in range(4)]
     assert keys == ["orders/2"] * 4
     warnings = [r.getMessage() for r in caplog.records]

@@ -14,9 +14,9 @@ from collections import Counter
 import pytest
 
 from actionjournal import Agent, InputEvent, LocalRunner, OutputEvent, action
-from actionjournal.operator.config import AgentsConfig
+from actionjournal.flink import AgentsConfig
+from actionjournal.flink.function import AgentFunction
 from actionjournal.operator.engine import AgentEngine
-from actionjournal.operator.flink import AgentFunction
 from actionjournal.stores import MemoryStore
 from actionjournal.stores.config import SqliteStoreConfig
 from tests.sizes import reachable_bytes

@@ -1,5 +1,5 @@
 """A key's runs start one after another on the loop, without waiting for the timer that
-collects the previous one (actionjournal/operator/key_runs.py; the Flink operator's use of
+collects the previous one (actionjournal/flink/key_runs.py; the Flink operator's use of
 it runs in tests/e2e). The journal is SQLite; the agent counts what it ran."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from collections.abc import Iterator
 import pytest
 
 from actionjournal import ActionFailedError, Agent, InputEvent, OutputEvent, action
+from actionjournal.flink.key_runs import KeyRuns
 from actionjournal.operator.engine import AgentEngine, KeyState
-from actionjournal.operator.key_runs import KeyRuns
 from actionjournal.stores import SqliteStore
 
 

@@ -1,9 +1,10 @@
 """The package's layers: every import of actionjournal code points down (docs/architecture.md).
 
-    tools, flink_agents -> testing -> operator -> chat, reconcilers, stores -> durable
+    tools, flink_agents -> testing -> flink -> operator -> chat, reconcilers, stores -> durable
 
-``dev/`` (local servers) imports nothing of actionjournal but itself, ``durable/`` nothing
-but itself, and ``_lazy`` (what package ``__init__`` files import) nothing at all. Read
+``dev/`` (local servers) imports nothing of actionjournal but itself and ``_maven``,
+``durable/`` nothing but itself, and ``_lazy`` (what package ``__init__`` files import) and
+``_maven`` (resolving jars, for the servers and the binding's connector) nothing at all. Read
 from the source (every import statement, also those inside functions and under
 ``TYPE_CHECKING``, and ``importlib.import_module`` of a constant), so an import added
 anywhere is caught, not just those a test run happens to execute.
@@ -28,11 +29,12 @@ RANK = {
     "stores": 1,
     "operator": 2,
     "": 2.5,
+    "flink": 2.7,
     "testing": 3,
     "tools": 4,
     "flink_agents": 4,
 }
-LEAVES = {"dev", "durable", "_lazy"}  # import nothing of actionjournal but themselves
+LEAVES = {"dev", "durable", "_lazy", "_maven"}  # import nothing of actionjournal but themselves
 
 
 def _package(module: str) -> str:
@@ -70,10 +72,14 @@ def _imports(path: Path) -> list[tuple[int, str]]:
 def _allowed(source: str, target: str) -> bool:
     if target == source:
         return True
+    if source == "dev" and target == "_maven":
+        return True
     if source in LEAVES:
         return False
     if target == "_lazy":
         return True  # every package's __init__ (actionjournal/_lazy.py says why)
+    if target == "_maven":
+        return True  # a leaf: the local servers' jars, the binding's Kafka connector
     if target == "dev":
         return True  # a leaf anyone above durable may use (the CLI, the plugin, the jar build)
     if target not in RANK:

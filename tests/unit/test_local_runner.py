@@ -77,10 +77,10 @@ def test_the_local_runner_signs_with_the_configured_key(tmp_path):
 
 
 def test_a_store_opened_with_another_key_is_refused():
-    store = MemoryStore(RecordCodec(b"other key"))
+    store = MemoryStore(codec=RecordCodec(b"other key"))
     with pytest.raises(ConfigurationError, match="signing key other than journal.signing_key"):
         LocalRunner(Shop(), store, signed("right key"))
-    LocalRunner(Shop(), MemoryStore(RecordCodec(b"right key")), signed("right key"))  # fine
+    LocalRunner(Shop(), MemoryStore(codec=RecordCodec(b"right key")), signed("right key"))  # fine
 
 
 # -- item 17

@@ -37,7 +37,7 @@ from actionjournal.durable.errors import (
     PayloadTooLargeError,
     RunJournalTooLongError,
 )
-from actionjournal.durable.stats import JournalMetrics, MetricGroupMirror, note_foreign, reading
+from actionjournal.durable.stats import JournalMetrics, MetricGroupMirror
 from actionjournal.stores import MemoryStore, SqliteStore
 
 CALLS: list[str] = []
@@ -416,15 +416,9 @@ def every_report(m: JournalMetrics) -> None:
     m.recovered("memory", 0.004, 7, 5)
     m.guard_hit("run_records", "warn")
     m.add("actions_executed", 2)
-    note_foreign_records(m, 4)
-
-
-def note_foreign_records(m: JournalMetrics, n: int) -> None:
-    token = reading.set(m)
-    try:
-        note_foreign(n)
-    finally:
-        reading.reset(token)
+    m.foreign(4)
+    m.budget_spent(2, 150)
+    m.budget_exhausted("tokens")
 
 
 @pytest.mark.parametrize("golden", EXPOSITIONS)
@@ -437,7 +431,7 @@ def test_exposition_is_the_documented_one(golden: str):
     after = time.time()
     text = EXPOSITIONS[golden](m.registry).decode()
     created = [float(v) for _, v in re.findall(CREATED, text, re.MULTILINE)]
-    assert len(created) == 36 and all(before <= v <= after for v in created)
+    assert len(created) == 41 and all(before <= v <= after for v in created)
     masked = re.sub(CREATED, r"\1 <time>", text, flags=re.MULTILINE)
     assert masked == (Path(__file__).parent / "data" / golden).read_text()
     assert m.as_dict() == {
@@ -591,9 +585,11 @@ def test_run_journal_length_fails_past_the_limit_also_after_a_restart():
     runner = run(ManyCalls(5), store, [("bob", 1)], config)
     cause = runner.failure.__cause__
     assert isinstance(cause, RunJournalTooLongError)
-    assert "record #5" in str(cause) and "journal.max_run_records=4" in str(cause)
+    assert "would journal 5 records" in str(cause) and "journal.max_run_records=4" in str(cause)
     assert "key 'bob'" in str(cause) and "action handle" in str(cause)
+    assert "was not run" in str(cause)
     assert len(store.entries) == 4  # the fifth record was refused
+    assert CALLS == [f"call-{i}" for i in range(4)]  # the fifth call never ran: no room
     hits = {k: v for k, v in nonzero(runner.metrics).items() if "guard" in k}
     assert hits == {
         "actionjournal_guard_hits_total{guard=run_records,level=warn}": 1,
@@ -604,6 +600,7 @@ def test_run_journal_length_fails_past_the_limit_also_after_a_restart():
     assert isinstance(again.failure.__cause__, RunJournalTooLongError)
     assert again.metrics.value("actionjournal_calls_total", outcome="replayed") == 4
     assert len(store.entries) == 4
+    assert CALLS == [f"call-{i}" for i in range(4)]  # nor after the restart
 
 
 def test_guard_settings_are_validated_with_their_names():

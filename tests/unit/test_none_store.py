@@ -9,9 +9,8 @@ from pydantic import TypeAdapter
 
 from actionjournal import Agent, InputEvent, MarkerMismatchError, OutputEvent, action
 from actionjournal.durable.records import RunCompleted
-from actionjournal.operator.config import AgentsConfig
-from actionjournal.stores import none
-from actionjournal.stores.config import NoStoreConfig, StoreConfig, open_store
+from actionjournal.flink import AgentsConfig
+from actionjournal.stores import NoStoreConfig, StoreConfig, none, open_store
 from actionjournal.stores.none import NoStore
 from actionjournal.testing.harness import RestoreMode, call_service
 

@@ -21,7 +21,12 @@ def test_top_package_all_is_pinned_and_every_name_resolves():
         "ActionFailedError",
         "ActionJournalError",
         "Agent",
+        "CallArgumentsError",
         "CallInfo",
+        "ChatError",
+        "ChatResponseError",
+        "ChatTimeoutError",
+        "ChatUnreachableError",
         "CleanupBoundaryError",
         "ConfigurationError",
         "ContextClosedError",
@@ -34,6 +39,7 @@ def test_top_package_all_is_pinned_and_every_name_resolves():
         "Failed",
         "InputEvent",
         "JournalConfig",
+        "JournalUnavailableError",
         "JournalWriteError",
         "LocalRunner",
         "MarkerMismatchError",
@@ -48,6 +54,8 @@ def test_top_package_all_is_pinned_and_every_name_resolves():
         "Recovered",
         "RecoveryError",
         "RedriveError",
+        "RemoteAgentError",
+        "RemoteJobFailed",
         "RetryPolicy",
         "RunJournalTooLongError",
         "RunnerContext",
@@ -55,6 +63,7 @@ def test_top_package_all_is_pinned_and_every_name_resolves():
         "StillRunning",
         "StoreError",
         "StoreRecreatedError",
+        "StructuredOutputError",
         "UnknownOutcomeError",
         "UnsupportedFormatError",
         "action",
@@ -65,40 +74,100 @@ def test_top_package_all_is_pinned_and_every_name_resolves():
 
 
 def test_every_public_error_is_exported_from_the_top_package():
-    defined = {
-        name
-        for name, value in vars(errors).items()
-        if isinstance(value, type)
-        and issubclass(value, errors.ActionJournalError)
-        and value.__module__ == errors.__name__
-        and not name.startswith("_")
-    }
-    assert defined - set(actionjournal.__all__) == set()
-    for name in defined:
-        assert getattr(actionjournal, name) is getattr(errors, name)
+    """One error module per layer; every error a user can catch is in the top package."""
+    import actionjournal.chat.errors as chat_errors
+    import actionjournal.reconcilers.errors as reconciler_errors
+
+    for module in (errors, chat_errors, reconciler_errors):
+        defined = {
+            name
+            for name, value in vars(module).items()
+            if isinstance(value, type)
+            and issubclass(value, errors.ActionJournalError)
+            and value.__module__ == module.__name__
+            and not name.startswith("_")
+        }
+        assert defined, module
+        assert defined - set(actionjournal.__all__) == set()
+        for name in defined:
+            assert getattr(actionjournal, name) is getattr(module, name)
+            assert name in (errors.__doc__ or ""), f"{name} is not drawn in the error tree"
+
+
+def test_errors_say_where_as_attributes_and_rebuild_equal_without_them():
+    error = errors.UnknownOutcomeError("boom", key_id="k1", seq=3, action="pay", call_id="c9")
+    assert (error.key_id, error.seq, error.action, error.call_id) == ("k1", 3, "pay", "c9")
+    plain = errors.DivergenceError("no fields")
+    assert (plain.key_id, plain.seq, plain.action, plain.call_id) == (None,) * 4
+    assert vars(plain) == {}  # nothing new in what a journaled error records
 
 
 def test_operator_all_is_pinned_and_every_name_resolves():
     assert operator.__all__ == [
-        "Agent",
-        "AgentsConfig",
-        "AgentsExecutionEnvironment",
-        "Event",
-        "InputEvent",
+        "DeadLetter",
         "LocalRunner",
         "Memory",
-        "OutputEvent",
+        "RunFailurePolicy",
         "RunnerContext",
         "Snapshot",
-        "action",
+    ]
+    for name in operator.__all__:
+        assert getattr(operator, name) is not None
+    assert operator.LocalRunner is actionjournal.LocalRunner
+
+
+def test_flink_all_is_pinned():
+    import actionjournal.flink as flink
+
+    assert flink.__all__ == [
+        "AgentOutput",
+        "AgentsConfig",
+        "AgentsExecutionEnvironment",
+        "KafkaMessage",
+        "MessageKey",
+        "kafka_sink",
+        "kafka_source",
         "savepoint",
         "set_log_dir",
         "set_python_worker_mode",
         "stop_with_savepoint",
     ]
-    for name in operator.__all__:
-        assert getattr(operator, name) is not None
-    assert operator.Agent is actionjournal.Agent
+
+
+def test_each_package_names_its_public_attributes_once():
+    """``_LAZY`` is where a package names its public attributes; its ``TYPE_CHECKING``
+    imports (for type checkers) must name the same ones, from the same modules, as
+    re-exports (``name as name``), and ``__all__`` is built from ``_LAZY``."""
+    import ast
+    import importlib
+    from pathlib import Path
+
+    root = Path(actionjournal.__file__).parent
+    checked = 0
+    for init in sorted(root.rglob("__init__.py")):
+        tree = ast.parse(init.read_text())
+        typed: dict[str, list[str]] = {}
+        for node in tree.body:
+            if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING":
+                for imp in node.body:
+                    assert isinstance(imp, ast.ImportFrom), init
+                    for alias in imp.names:
+                        assert alias.asname == alias.name, f"{init}: {alias.name} not re-exported"
+                        typed.setdefault(str(imp.module), []).append(alias.name)
+        parts = init.parent.relative_to(root.parent).parts
+        package = importlib.import_module(".".join(parts))
+        lazy = getattr(package, "_LAZY", None)
+        if lazy is None:
+            assert not typed, init
+            continue
+        checked += 1
+        assert {m: sorted(n) for m, n in typed.items()} == {
+            m: sorted(n) for m, n in lazy.items()
+        }, init
+        assert package.__all__ == sorted(n for names in lazy.values() for n in names)
+        for name in package.__all__:
+            assert getattr(package, name) is not None
+    assert checked >= 10
 
 
 def test_testing_all_is_pinned_and_every_name_resolves():
@@ -132,15 +201,3 @@ def test_operator_and_testing_import_without_pyflink():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
-
-
-def test_the_agent_models_former_paths_are_the_same_names():
-    from actionjournal.operator.agent import Agent, action
-    from actionjournal.operator.events import Event, InputEvent, OutputEvent
-
-    assert (Agent, action) == (actionjournal.Agent, actionjournal.action)
-    assert (Event, InputEvent, OutputEvent) == (
-        actionjournal.Event,
-        actionjournal.InputEvent,
-        actionjournal.OutputEvent,
-    )

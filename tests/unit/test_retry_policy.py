@@ -154,7 +154,8 @@ def test_record_failures_false_leaves_the_final_failure_out_and_the_next_try_ret
         again = LocalRunner.restore(snap, Probed(service.url), store, config)
         asyncio.run(again.run_source([("k", "o-1")]))
         assert [e.output for _, e in again.outputs] == ["o-1"]
-        # The next try: the reconciler is asked (the outcome is unknown), then a new round.
+        # The next try: the round's failures may have taken effect, so the reconciler is asked
+        # (not as an unknown outcome: the round's end is journaled); NotStarted: a new round.
         assert probed == [3]
         assert list(service.attempts("charge").values()) == [[0, 1, 2, 3]]
     failed = [r for r in store.read_key("default", "checkout", key_id("k"), None)]

@@ -266,13 +266,81 @@ def test_runs_dead_letters_lists_key_seq_error_when(service, tmp_path, capsys):
         0,
         pytest.approx(letter.when, abs=1),
     )
-    assert doc["error"] == letter.error and doc["input"] == "'p-1'" and not doc["redriven"]
+    assert doc["error"] == letter.error and doc["input"] == "p-1" and not doc["redriven"]
     assert cli(["runs", "dead-letters", "--store", "sqlite", "--path", str(path)]) == 0
     out = capsys.readouterr().out
     assert "key 'poison'" in out and "seq 0" in out and "ValueError" in out
+
+
+class Refuses(Checkout):
+    @action(InputEvent)
+    async def handle(self, event, ctx):
+        raise ValueError("refused")
+
+
+def test_runs_dead_letters_json_holds_each_input_as_json_not_its_repr(tmp_path, capsys):
+    path = tmp_path / "j.db"
+    order = {"order": 5, "items": ["a", "b"], "note": None}
+    runner = LocalRunner(Refuses("-"), SqliteStore(path), FAST, on_run_failure="dead-letter")
+    run(runner, [("k1", order), ("k2", b"raw")])
+    capsys.readouterr()
+    assert cli(["runs", "dead-letters", "--store", "sqlite", "--path", str(path), "--json"]) == 0
+    docs = {d["key"]: d for d in json.loads(capsys.readouterr().out)}
+    assert docs["k1"]["input"] == order and not docs["k1"]["input_literal"]
+    assert docs["k2"]["input"] == "b'raw'" and docs["k2"]["input_literal"]  # JSON has no bytes
+    assert cli(["runs", "dead-letters", "--store", "sqlite", "--path", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "input: {'order': 5, 'items': ['a', 'b'], 'note': None}" in out
+    assert "input: b'raw'" in out
 
 
 def test_docs_samples_run_as_written():
     namespace: dict = {"__name__": "docs_guarantees"}
     exec(docs_sample("guarantees.md", "runner.submit(letter.key, letter)"), namespace)
     exec(docs_sample("configuration.md", "non_retryable=(PermissionError,)"), {})
+
+
+class CardDeclined(Exception):
+    """An exception whose message is its own ``__str__``, not its args."""
+
+    def __init__(self, order: str, code: int) -> None:
+        super().__init__(order, code)
+        self.order, self.code = order, code
+
+    def __str__(self) -> str:
+        return f"card for order {self.order} was declined (code {self.code})"
+
+
+def decline(order: str) -> None:
+    raise CardDeclined(order, 51)
+
+
+class Declining(Checkout):
+    @action(InputEvent)
+    def handle(self, event, ctx):
+        ctx.durable_execute(decline, event.input)
+
+
+def test_a_dead_letter_keeps_the_errors_own_message_and_its_repr(tmp_path):
+    """Issue 30, item 5: a custom ``__str__`` message is not lost to the repr."""
+    store = SqliteStore(tmp_path / "j.db")
+    snap = tmp_path / "snap"
+    runner = LocalRunner(Declining("-"), store, FAST, on_run_failure="dead-letter")
+    run(runner, [("k", "o2")], snapshot=snap)
+    (letter,) = runner.dead_letters
+    assert "CardDeclined('o2', 51)" in letter.error
+    assert "card for order o2 was declined (code 51)" in letter.error
+    assert letter.error_message == "card for order o2 was declined (code 51)"
+    assert letter.error_type.endswith("test_run_failures.CardDeclined")
+    assert letter.action == "handle" and letter.call_id  # structured, not only in the text
+    assert letter.call_id in letter.error
+    assert DeadLetter.from_json(letter.to_json()) == letter
+    # After a restore, o2's dead letter is handed out again from the journal: same message.
+    again = LocalRunner.restore(snap, Declining("-"), store, FAST, on_run_failure="dead-letter")
+    asyncio.run(again.run_source([("k", "o2"), ("k", "o3")]))
+    assert [d.error_message for d in again.dead_letters] == [
+        "card for order o2 was declined (code 51)",
+        "card for order o3 was declined (code 51)",
+    ]
+    assert again.dead_letters[0].call_id == letter.call_id  # from the journaled RunFailed
+    assert again.dead_letters[0].action == "handle"

@@ -10,7 +10,7 @@ import socket
 import struct
 from collections.abc import Iterator
 
-from actionjournal.operator.wakeups import PARAMETER, RunWakeups
+from actionjournal.flink.wakeups import PARAMETER, RunWakeups
 
 
 class Context:
@@ -83,6 +83,6 @@ def test_without_the_operator_parameter_runs_are_polled_for():
 def test_an_unreachable_operator_falls_back_to_polling_with_a_warning(caplog):
     with socket.create_server(("127.0.0.1", 0)) as server:
         port = server.getsockname()[1]
-    with caplog.at_level(logging.WARNING, logger="actionjournal.operator.wakeups"):
+    with caplog.at_level(logging.WARNING, logger="actionjournal.flink.wakeups"):
         assert RunWakeups.connect(Context({PARAMETER: f"{port} {'00' * 16}"})) is None
     assert "found by polling instead" in caplog.text

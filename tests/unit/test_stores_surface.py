@@ -5,44 +5,73 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 import actionjournal.stores as stores
+from actionjournal import StoreError
 
 
 def test_stores_all_is_pinned_and_every_name_resolves():
     assert stores.__all__ == [
-        "ActionStateStore",
-        "FlussActionStateStore",
+        "Cleanable",
         "FlussStore",
         "FlussStoreConfig",
-        "JournalStore",
-        "KafkaActionStateStore",
+        "Inspectable",
         "KafkaStore",
         "KafkaStoreConfig",
-        "MaintenanceStore",
         "MemoryStore",
+        "MemoryStoreConfig",
         "NoStore",
         "NoStoreConfig",
         "Progress",
+        "ScanFilter",
         "ScannedRecord",
         "SqliteStore",
         "SqliteStoreConfig",
+        "Store",
         "StoreConfig",
+        "StoreObserver",
         "open_store",
     ]
     for name in stores.__all__:
         assert getattr(stores, name) is not None
 
 
-def test_old_names_and_paths_are_the_new_ones():
-    from actionjournal.stores.fluss_config import FlussStoreConfig
-    from actionjournal.stores.kafka import KafkaActionStateStore
-    from actionjournal.stores.kafka_config import KafkaStoreConfig
+def test_every_backend_is_built_the_same_way_and_declares_what_it_can_do(tmp_path):
+    """``Backend(config, codec, observer=...)`` for each; ``open_store`` opens any; the
+    contract level says what the tools may do with it (Fluss is not Cleanable)."""
+    from actionjournal.durable.codec import RecordCodec
 
-    assert KafkaActionStateStore is stores.KafkaStore
-    assert stores.FlussActionStateStore is stores.FlussStore
-    assert KafkaStoreConfig is stores.KafkaStoreConfig
-    assert FlussStoreConfig is stores.FlussStoreConfig
-    assert stores.ActionStateStore is stores.MaintenanceStore
+    seen: list[tuple[str, int]] = []
+
+    class Observer:
+        def appended(self, backend: str, nbytes: int, seconds: float) -> None:
+            seen.append((backend, nbytes))
+
+        def foreign(self, n: int) -> None:
+            pass
+
+    codec = RecordCodec(b"key")
+    for config in (
+        stores.SqliteStoreConfig(path=str(tmp_path / "j.db")),
+        stores.MemoryStoreConfig(name="m"),
+        stores.NoStoreConfig(),
+    ):
+        store = stores.open_store(config, codec, observer=Observer())
+        assert store.codec is codec and isinstance(store, stores.Store)
+        assert store.durable == (config.backend != "none")
+        assert isinstance(store, stores.Cleanable) == (config.backend != "none")
+        store.close()
+    assert issubclass(stores.FlussStore, stores.Inspectable)
+    assert not issubclass(stores.FlussStore, stores.Cleanable)
+    assert issubclass(stores.KafkaStore, stores.Cleanable)
+    sqlite = stores.SqliteStore(stores.SqliteStoreConfig(path=str(tmp_path / "k.db")))
+    assert sqlite.path == stores.SqliteStore(tmp_path / "k.db").path  # a path for short
+    with pytest.raises(StoreError, match="does not exist"):
+        stores.open_store(
+            stores.SqliteStoreConfig(path=str(tmp_path / "missing.db")), existing=True
+        )
+    assert not (tmp_path / "missing.db").exists()
 
 
 def test_stores_and_their_configs_import_without_the_client_libraries():

@@ -97,6 +97,16 @@ class MemoryObject:
             self._memory.new_object(full)
         return MemoryObject(self._memory, full, self._type)
 
+    def delete(self, path: str) -> bool:
+        """Remove the value or object (with all it holds) at ``path``; whether there was one.
+        Journaled with the action like ``set``. Not in upstream's 0.3 API (nor its main
+        branch yet, which deletes from long-term memory only): actionjournal's."""
+        full = self._full(path)
+        if self._memory.kind(full) is None:
+            return False
+        self._memory.delete(full)
+        return True
+
     def is_exist(self, path: str) -> bool:
         return self._memory.kind(self._full(path)) is not None
 

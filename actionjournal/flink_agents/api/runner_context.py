@@ -11,9 +11,11 @@ passed to ``func``.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
+from actionjournal.durable.effects import call_for_blocked_loop
 from actionjournal.flink_agents.api.events.event import Event
 from actionjournal.flink_agents.api.memory_object import MemoryObject, MemoryType
 from actionjournal.flink_agents.api.resource import Resource, ResourceType
@@ -101,9 +103,16 @@ class RunnerContext:
     ) -> Any:
         """Run ``func(*args, **kwargs)`` once; after a failure, what it recorded.
 
-        Blocking: in an ``async def`` action, await :meth:`durable_execute_async`.
+        Blocking. In an ``async def`` action it runs as upstream runs it, blocking the
+        action's event loop (every run on it waits) until it returns, with one warning per
+        action: await :meth:`durable_execute_async` there instead.
         """
-        return self._ctx.durable_execute(func, *args, reconciler=reconciler, **kwargs)
+        if asyncio._get_running_loop() is None:
+            return self._ctx.durable_execute(func, *args, reconciler=reconciler, **kwargs)
+        self._agent.warn_blocking_call(self._action)
+        return call_for_blocked_loop(
+            self._ctx.durable_execute, func, *args, reconciler=reconciler, **kwargs
+        )
 
     def durable_execute_async(
         self,

@@ -19,6 +19,7 @@ from typing import Any
 from uuid import UUID
 
 from actionjournal.flink_agents.api.agents.agent import STRUCTURED_OUTPUT
+from actionjournal.flink_agents.api.agents.budget import LoopBudget
 from actionjournal.flink_agents.api.agents.types import OutputSchema
 from actionjournal.flink_agents.api.chat_message import ChatMessage, MessageRole
 from actionjournal.flink_agents.api.core_options import (
@@ -30,6 +31,7 @@ from actionjournal.flink_agents.api.events.event import Event
 from actionjournal.flink_agents.api.events.tool_event import ToolRequestEvent, ToolResponseEvent
 from actionjournal.flink_agents.api.resource import ResourceType
 from actionjournal.flink_agents.api.runner_context import RunnerContext
+from actionjournal.flink_agents.runtime import budgets
 
 log = logging.getLogger(__name__)
 
@@ -45,23 +47,15 @@ async def chat_model_action(event: Event, ctx: RunnerContext) -> None:
     if event.type == ChatRequestEvent.EVENT_TYPE:
         request = ChatRequestEvent.from_event(event)
         assert request.id is not None
-        await _chat(
-            ctx,
-            request.id,
-            request.model,
-            request.messages,
-            request.prompt_args,
-            request.output_schema,
-        )
+        loop = _Loop(request.id, request.model, request.prompt_args, request.output_schema)
+        loop.context, loop.budget = request.context, request.budget
+        await _chat(ctx, loop, request.messages)
         return
     results = ToolResponseEvent.from_event(event)
     pending = ctx.sensory_memory.get(_REQUESTS) or {}
     resume = pending.pop(str(results.request_id), None)
-    if resume is None:
-        raise ValueError(
-            f"tool response to request {results.request_id} answers no tool request of this "
-            "run's chat: send ToolResponseEvent(request_id=<the ToolRequestEvent's id>, ...)"
-        )
+    if resume is None:  # the answer to a tool request an action sent itself: not a chat's
+        return
     ctx.sensory_memory.set(_REQUESTS, pending)
     answers = [
         ChatMessage(
@@ -71,16 +65,8 @@ async def chat_model_action(event: Event, ctx: RunnerContext) -> None:
         )
         for tool_id, result in results.responses.items()
     ]
-    initial = UUID(resume["initial_request_id"])
-    schema = resume["output_schema"]
-    await _chat(
-        ctx,
-        initial,
-        resume["model"],
-        _converse(ctx, initial, None, answers),
-        resume["prompt_args"],
-        OutputSchema.model_validate(schema) if schema is not None else None,
-    )
+    loop = _Loop.resumed(resume)
+    await _chat(ctx, loop, _converse(ctx, loop.request_id, None, answers))
 
 
 async def tool_call_action(event: Event, ctx: RunnerContext) -> None:
@@ -100,19 +86,74 @@ async def tool_call_action(event: Event, ctx: RunnerContext) -> None:
         # A partial, so no argument name can be taken for an option of the durable call.
         call_tool = functools.partial(tool.target(), **arguments)
         responses[call_id] = await ctx.durable_execute_async(call_tool)
-    # the event's validator always sets its id
-    ctx.send_event(ToolResponseEvent(request.id, responses, external_ids))  # type: ignore[arg-type]
+    response = ToolResponseEvent(request.id, responses, external_ids, context=request.context)  # type: ignore[arg-type]
+    ctx.send_event(response)
 
 
-async def _chat(
-    ctx: RunnerContext,
-    request_id: UUID,
-    model: str,
-    messages: list[ChatMessage],
-    prompt_args: dict[str, Any],
-    output_schema: OutputSchema | None,
-) -> None:
+class _Loop:
+    """One chat request and the tool rounds it leads to (kept with each tool request)."""
+
+    def __init__(
+        self,
+        request_id: UUID,
+        model: str,
+        prompt_args: dict[str, Any],
+        output_schema: OutputSchema | None,
+    ) -> None:
+        self.request_id, self.model = request_id, model
+        self.prompt_args, self.output_schema = dict(prompt_args or {}), output_schema
+        self.context: Any = None
+        self.budget: LoopBudget | None = None
+
+    def saved(self) -> dict[str, Any]:
+        schema = self.output_schema
+        return {
+            "initial_request_id": str(self.request_id),
+            "model": self.model,
+            "prompt_args": self.prompt_args,
+            "output_schema": schema.model_dump() if schema else None,
+            "context": self.context,
+            "budget": self.budget.model_dump() if self.budget else None,
+        }
+
+    @classmethod
+    def resumed(cls, saved: dict[str, Any]) -> _Loop:
+        schema, budget = saved["output_schema"], saved.get("budget")
+        loop = cls(
+            UUID(saved["initial_request_id"]),
+            saved["model"],
+            saved["prompt_args"],
+            OutputSchema.model_validate(schema) if schema is not None else None,
+        )
+        loop.context = saved.get("context")
+        loop.budget = LoopBudget.model_validate(budget) if budget is not None else None
+        return loop
+
+
+async def _chat(ctx: RunnerContext, loop: _Loop, messages: list[ChatMessage]) -> None:
+    request_id, model, prompt_args = loop.request_id, loop.model, loop.prompt_args
+    output_schema, budget = loop.output_schema, loop.budget
     setup: Any = ctx.get_resource(model, ResourceType.CHAT_MODEL)
+    ask: Any = setup.chat
+    final = False
+    if budget is not None:
+        spent = await budgets.spent(ctx, str(request_id), budget)
+        if spent.exhausted is not None:
+            if budget.on_exhausted == "stop" or spent.final:
+                last = next(
+                    (m for m in reversed(messages) if m.role == MessageRole.ASSISTANT), None
+                )
+                answer = ChatMessage(
+                    role=MessageRole.ASSISTANT,
+                    content=last.content if last is not None else "",
+                    extra_args=spent.report(),
+                )
+                ctx.send_event(ChatResponseEvent(request_id, answer, context=loop.context))
+                return
+            final = spent.final = True
+            budgets.save(ctx, str(request_id), spent)
+            messages = [*messages, budgets.wrap_up(spent.exhausted)]
+        ask = budgets.Counted(setup.chat, budgets.metrics_of(ctx))
     strategy = ctx.config.get(AgentExecutionOptions.ERROR_HANDLING_STRATEGY)
     retries = max(0, ctx.config.get(AgentExecutionOptions.MAX_RETRIES))
     retries = retries if strategy == ErrorHandlingStrategy.RETRY else 0
@@ -122,7 +163,7 @@ async def _chat(
             # The model's name is an argument: asking another model is a divergence, not a
             # replay. A failed attempt is not journaled: it is asked again after a failure.
             response: ChatMessage = await ctx.durable_execute_async(
-                setup.chat,
+                ask,
                 messages,
                 prompt_args=prompt_args,
                 model=setup.model,
@@ -142,20 +183,22 @@ async def _chat(
                 "chat request %s to %r failed (%s); retry %d", request_id, model, exc, attempt + 1
             )
             await asyncio.sleep(wait * (1 << attempt))
+    if budget is not None:
+        spent = budgets.answered(ctx, str(request_id), response)
+        if final:  # the wrap-up answer ends the loop, whatever it asks for
+            extra = {**response.extra_args, **spent.report()}
+            response = response.model_copy(update={"tool_calls": [], "extra_args": extra})
     if response.tool_calls:
         _converse(ctx, request_id, messages, [response])
         tool_request = ToolRequestEvent(model, response.tool_calls)
         ctx.send_event(tool_request)  # sets its id, which the tool response will name
         pending = ctx.sensory_memory.get(_REQUESTS) or {}
-        pending[str(tool_request.id)] = {
-            "initial_request_id": str(request_id),
-            "model": model,
-            "prompt_args": dict(prompt_args or {}),
-            "output_schema": output_schema.model_dump() if output_schema else None,
-        }
+        pending[str(tool_request.id)] = loop.saved()
         ctx.sensory_memory.set(_REQUESTS, pending)
         return
-    ctx.send_event(ChatResponseEvent(request_id, response, retry_count=attempt))
+    ctx.send_event(
+        ChatResponseEvent(request_id, response, retry_count=attempt, context=loop.context)
+    )
 
 
 def _converse(

@@ -15,7 +15,7 @@ from actionjournal.flink_agents.api.events.event import Event, event_class
 from actionjournal.flink_agents.runtime import rows
 
 FIELDS = "__flink_agents_fields__"
-_OWN = ("id", "type", "attributes")
+_OWN = ("id", "type", "attributes", "upstream_event_id", "upstream_action")
 
 
 def to_engine(event: Event) -> engine.Event:
@@ -34,7 +34,15 @@ def to_face(event: engine.Event) -> Event:
     fields = attributes.pop(FIELDS, {})
     cls = event_class(event.type)
     event_id = UUID(hex=event.id) if event.id else None
-    return cls.model_construct(id=event_id, type=event.type, attributes=attributes, **fields)
+    upstream = UUID(hex=event.upstream_event_id) if event.upstream_event_id else None
+    return cls.model_construct(
+        id=event_id,
+        type=event.type,
+        attributes=attributes,
+        upstream_event_id=upstream,
+        upstream_action=event.upstream_action,
+        **fields,
+    )
 
 
 def event_id(engine_id: str) -> UUID:

@@ -2,17 +2,21 @@
 
 It runs on the engine's local runner with the configured journal (SQLite by default),
 one input at a time in list order, as Flink Agents' local environment does, so outputs
-come back in input order. Run the same script again after it was stopped and the
-journal replays the runs it had finished: their calls are not made again.
+come back in input order. Run the same script again after it was stopped and the journal
+replays the runs it had finished: their calls are not made again. An input without a key
+gets one from its position in the list, so it replays too.
 """
 
 from __future__ import annotations
 
 import asyncio
+import uuid
 from typing import Any
 
 from actionjournal.durable.errors import ConfigurationError
+from actionjournal.durable.stats import JournalMetrics
 from actionjournal.flink_agents.api.agents.agent import Agent
+from actionjournal.flink_agents.api.events.tool_event import ToolRequestEvent
 from actionjournal.flink_agents.api.execution_environment import (
     AgentBuilder,
     AgentsExecutionEnvironment,
@@ -25,7 +29,7 @@ from actionjournal.flink_agents.runtime.configuration import (
 )
 from actionjournal.flink_agents.runtime.plan import EngineAgent
 from actionjournal.operator.local import LocalRunner
-from actionjournal.stores.config import open_store
+from actionjournal.stores.factory import open_store
 
 
 class LocalAgentBuilder(AgentBuilder):
@@ -39,6 +43,7 @@ class LocalAgentBuilder(AgentBuilder):
         if self.agent is not None:
             raise RuntimeError("LocalAgentBuilder doesn't support apply multiple agents.")
         self.agent = EngineAgent(agent, self._env.get_config(), self._env.resources)
+        self.agent.tool_requests = []
         return self
 
     def to_list(self) -> list[dict[str, Any]]:
@@ -72,6 +77,8 @@ class LocalExecutionEnvironment(AgentsExecutionEnvironment):
         self._config = AgentConfiguration()
         self._builder: LocalAgentBuilder | None = None
         self._executed = False
+        self.metrics: JournalMetrics | None = None
+        """The metrics of ``execute()`` (docs/operations.md), once it ran."""
 
     def get_config(self, path: str | None = None) -> AgentConfiguration:
         self._config.load_from_file(path)
@@ -99,7 +106,16 @@ class LocalExecutionEnvironment(AgentsExecutionEnvironment):
         if builder is None or builder.agent is None:
             raise RuntimeError("call from_list(...).apply(agent) before execute()")
         self._executed = True
-        asyncio.run(_run(builder.agent, builder.inputs, builder.outputs, self.journal))
+        self.metrics = asyncio.run(
+            _run(builder.agent, builder.inputs, builder.outputs, self.journal)
+        )
+
+    def get_tool_request_events(self) -> list[ToolRequestEvent]:
+        """The tool requests that ran during ``execute()``, in order (replayed runs' not)."""
+        builder = self._builder
+        if builder is None or builder.agent is None or builder.agent.tool_requests is None:
+            return []
+        return list(builder.agent.tool_requests)
 
     def _no_flink(self, what: str) -> AgentBuilder:
         raise NotImplementedError(
@@ -110,7 +126,7 @@ class LocalExecutionEnvironment(AgentsExecutionEnvironment):
 
 async def _run(
     agent: EngineAgent, inputs: list[dict[str, Any]], outputs: list[dict[str, Any]], journal: str
-) -> None:
+) -> JournalMetrics:
     journal_settings = journal_config(agent.config)
     store = open_store(store_config(agent.config, journal), journal_settings.record_codec())
     runner = LocalRunner(agent, store, journal_settings)
@@ -123,6 +139,7 @@ async def _run(
                 {k: rows.from_journal(e.attributes["output"])} for k, e in runner.outputs
             )
             runner.outputs.clear()
+        return runner.metrics
     finally:
         agent.resource_cache().close()
         store.close()
@@ -131,11 +148,15 @@ async def _run(
 def _key_and_value(index: int, item: Any) -> tuple[Any, Any]:
     if not isinstance(item, dict) or not ("value" in item or "v" in item):
         raise RuntimeError(f"input #{index} must be a dict with a 'value' (or 'v') field: {item!r}")
-    if "key" not in item and "k" not in item:
-        raise ConfigurationError(
-            f"input #{index} has no 'key' (or 'k'): actionjournal journals each run under its "
-            "key, and a random key would make a run impossible to find after a restart. Give "
-            "every input a key, e.g. {'key': 'order-1', 'value': ...}"
-        )
-    key = item["key"] if "key" in item else item["k"]
+    if "key" in item or "k" in item:
+        key = item["key"] if "key" in item else item["k"]
+    else:
+        key = position_key(index)
     return key, rows.to_journal(item["value"] if "value" in item else item["v"])
+
+
+def position_key(index: int) -> str:
+    """The key of an input without one: a UUID, as upstream gives (it gives a random one),
+    but derived from the input's position in the list, so running the same list again
+    finds the run in the journal and replays it."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"actionjournal:from_list:{index}"))

@@ -8,6 +8,7 @@ memory and durable calls are the engine's.
 from __future__ import annotations
 
 import inspect
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -28,6 +29,8 @@ from actionjournal.flink_agents.runtime.resources import (
     members,
 )
 from actionjournal.operator import context as engine_context
+
+log = logging.getLogger(__name__)
 
 Plan = dict[str, tuple[list[str], Callable[..., Any], dict[str, Any] | None]]
 BUILT_IN: Plan = {
@@ -56,6 +59,7 @@ class EngineAgent(engine.Agent):
         self.declared = declared_resources(agent, shared)
         self._plan = _actions(agent)
         self._resources: ResourceCache | None = None
+        self.tool_requests: list[ToolRequestEvent] | None = None  # the local env's record
 
     @property
     def operator_uid(self) -> str:
@@ -78,6 +82,21 @@ class EngineAgent(engine.Agent):
     def action_config(self, name: str) -> dict[str, Any]:
         return self._plan[name][2] or {}
 
+    def warn_blocking_call(self, action: str) -> None:
+        """Warn once per action that its plain ``durable_execute`` blocks its event loop."""
+        warned = self.__dict__.setdefault("_warned_blocking", set())
+        if action in warned:
+            return
+        warned.add(action)
+        log.warning(
+            "action %s of agent %s calls the blocking ctx.durable_execute(...) in an `async "
+            "def` action: it runs, but the event loop of the action waits for it, so every "
+            "other async action and run on that loop stalls until the call returns. Use `await "
+            "ctx.durable_execute_async(...)` to run it without blocking",
+            action,
+            self.operator_uid,
+        )
+
     def resource_cache(self) -> ResourceCache:
         """The agent's resources in this process (built on first use)."""
         if self._resources is None:
@@ -88,6 +107,7 @@ class EngineAgent(engine.Agent):
         # Shipped to Flink workers: declarations travel, built resources and wrappers do not.
         state = dict(self.__dict__)
         state.pop("_actions_by_type", None)
+        state.pop("_warned_blocking", None)
         state["_resources"] = None
         return state
 
@@ -98,14 +118,21 @@ class EngineAgent(engine.Agent):
             async def run_async(
                 event: engine_events.Event, ctx: engine_context.RunnerContext
             ) -> None:
-                await fn(events.to_face(event), RunnerContext(ctx, self, name))
+                await fn(self._received(name, event), RunnerContext(ctx, self, name))
 
             return run_async, True
 
         def run(event: engine_events.Event, ctx: engine_context.RunnerContext) -> Any:
-            return fn(events.to_face(event), RunnerContext(ctx, self, name))
+            return fn(self._received(name, event), RunnerContext(ctx, self, name))
 
         return run, False
+
+    def _received(self, action: str, event: engine_events.Event) -> Any:
+        """``event`` as the face's class; a tool request is also kept when asked for."""
+        received = events.to_face(event)
+        if action == builtin_actions.TOOL_ACTION and self.tool_requests is not None:
+            self.tool_requests.append(ToolRequestEvent.from_event(received))
+        return received
 
 
 def _actions(agent: Agent) -> Plan:

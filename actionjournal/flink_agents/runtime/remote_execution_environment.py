@@ -1,5 +1,5 @@
 """The Flink environment: agents on PyFlink streams and tables, through actionjournal's
-PyFlink binding (``actionjournal.operator.flink``), which keeps each key's state in Flink
+PyFlink binding (``actionjournal.flink.function``), which keeps each key's state in Flink
 keyed state and journals to the configured store."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from actionjournal.flink.config import AgentsConfig
 from actionjournal.flink_agents.api.agents.agent import Agent
 from actionjournal.flink_agents.api.execution_environment import (
     AgentBuilder,
@@ -22,7 +23,6 @@ from actionjournal.flink_agents.runtime.configuration import (
     store_config,
 )
 from actionjournal.flink_agents.runtime.plan import EngineAgent
-from actionjournal.operator.config import AgentsConfig
 
 log = logging.getLogger(__name__)
 _CONFIG_FILES = ("flink-conf.yaml", "config.yaml")  # upstream reads the legacy name first
@@ -42,16 +42,17 @@ class RemoteAgentBuilder(AgentBuilder):
         return self
 
     def to_datastream(self, output_type: Any = None) -> Any:
-        """Each output of the agent (``OutputEvent.output``), typed as ``output_type``
-        (default: pickled Python objects). The same stream when called again."""
+        """Each output of the agent (``OutputEvent.output``) in its JSON form, as upstream
+        emits it (a pydantic model as a dict), typed as ``output_type`` (default: pickled
+        Python objects). The same stream when called again."""
         if self._agent is None:
             raise RuntimeError("Must apply agent before call to_datastream/to_table.")
         if self._output is None:
-            from actionjournal.operator.flink import AgentsExecutionEnvironment as Binding
+            from actionjournal.flink.function import AgentsExecutionEnvironment as Binding
 
             binding = Binding.get_execution_environment(self._env.env, self._env.agents_config())
             job = binding.from_datastream(self._keyed).apply(self._agent)
-            self._output = job.to_datastream().map(rows.from_journal, output_type=output_type)
+            self._output = job.to_datastream().map(rows.upstream_output, output_type=output_type)
         return self._output
 
     def to_table(self, schema: Any, output_type: Any) -> Any:

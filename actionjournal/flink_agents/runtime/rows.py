@@ -34,6 +34,29 @@ def from_json(value: Any) -> Any:
     return _walk(value, "values", lambda d: _build(d.get("fields"), d["values"]), "Row")
 
 
+def json_fallback(value: Any) -> Any:
+    """A ``Row`` in Flink Agents' JSON form (``model_dump_json``'s fallback); else refused."""
+    row = _row_class()
+    if row is not None and isinstance(value, row):
+        fields = getattr(value, "_fields", None)
+        return {"type": "Row", "values": value._values} | (
+            {"fields": list(fields)} if fields else {}
+        )
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
+def upstream_output(value: Any) -> Any:
+    """A journaled output as upstream's Flink job emits it: the JSON form of the output
+    (upstream passes events between Python and Java as JSON), so a pydantic model arrives
+    as a dict; ``Row`` values are rebuilt, as upstream rebuilds them."""
+    value = from_journal(value)
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    from pydantic_core import to_jsonable_python
+
+    return from_json(to_jsonable_python(value, fallback=json_fallback))
+
+
 def _tag(value: Any, row: Any) -> Any:
     if isinstance(value, row):
         fields = getattr(value, "_fields", None)

@@ -59,18 +59,23 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from actionjournal._lazy import lazy_attributes
+from actionjournal._lazy import lazy_attributes, lazy_names
 
 if TYPE_CHECKING:
-    from actionjournal.stores.fluss.bucketing import fluss_bucket
-    from actionjournal.stores.fluss.config import FlussStoreConfig
-    from actionjournal.stores.fluss.store import FlussActionStateStore, FlussStore
-
-__all__ = ["FlussActionStateStore", "FlussStore", "FlussStoreConfig", "fluss_bucket"]
+    from actionjournal.stores.fluss.bucketing import (
+        fluss_bucket as fluss_bucket,
+    )
+    from actionjournal.stores.fluss.config import (
+        FlussStoreConfig as FlussStoreConfig,
+    )
+    from actionjournal.stores.fluss.store import (
+        FlussStore as FlussStore,
+    )
 
 _LAZY = {
     "actionjournal.stores.fluss.bucketing": ("fluss_bucket",),
     "actionjournal.stores.fluss.config": ("FlussStoreConfig",),
-    "actionjournal.stores.fluss.store": ("FlussActionStateStore", "FlussStore"),
+    "actionjournal.stores.fluss.store": ("FlussStore",),
 }
+__all__ = lazy_names(_LAZY)
 __getattr__ = lazy_attributes(__name__, _LAZY)

@@ -13,12 +13,12 @@ import pyarrow.compute as pc
 
 from actionjournal.durable.codec import RecordCodec
 from actionjournal.durable.records import JournalRecord, Quarantined
-from actionjournal.stores.base import ENTRY_OVERHEAD, Entries, decode_range
 from actionjournal.stores.fluss.table import KEY, NAMESPACE, RECORD, UID
-from actionjournal.stores.quarantine import KeyRead
+from actionjournal.stores.quarantine import Entries, KeyRead, decode_range
+from actionjournal.stores.recovery import ENTRY_OVERHEAD
 
 
-class Run(NamedTuple):
+class RecordSpan(NamedTuple):
     """Consecutive records of one key in one batch, rows ``lo`` to ``hi`` (exclusive) of the
     batch's rows of the namespace/operator in key order: their bytes laid end to end as Arrow
     held them. The batch's offsets and byte bounds are shared by its runs (row ``i`` is
@@ -39,8 +39,8 @@ class Run(NamedTuple):
         return int(self.positions[self.hi - 1])
 
 
-Runs = dict[str, list[Run]]
-"""Runs of one namespace/operator in one bucket, by key id, in offset order."""
+Spans = dict[str, list[RecordSpan]]
+"""Spans of one namespace/operator in one bucket, by key id, in offset order."""
 
 
 def collect(
@@ -49,7 +49,7 @@ def collect(
     namespace: str,
     uid: str,
     key_id: str,
-    found: Runs,
+    found: Spans,
 ) -> None:
     """Add the rows of ``batch`` (first offset ``base``) of one namespace/operator to ``found``.
 
@@ -82,15 +82,15 @@ def collect(
     cuts = ends[[0, *run_ends]].tolist()  # where each key's bytes start and end
     start = 0
     for i, (code, end) in enumerate(zip(_listed(runs.values), run_ends, strict=True)):
-        run = Run(positions, ends, start, end, bytes(data[cuts[i] : cuts[i + 1]]))
+        run = RecordSpan(positions, ends, start, end, bytes(data[cuts[i] : cuts[i + 1]]))
         found.setdefault(names[code], []).append(run)
         start = end
 
 
 def decode_runs(
-    codec: RecordCodec, runs: list[Run], start: int, end: int, read: KeyRead
+    codec: RecordCodec, runs: list[RecordSpan], start: int, end: int, read: KeyRead
 ) -> list[JournalRecord]:
-    """What :func:`~actionjournal.stores.base.decode_range` gives for the records of ``runs``:
+    """What :func:`~actionjournal.stores.quarantine.decode_range` gives for the records of ``runs``:
     one MessagePack call over their bytes as they are, without a ``bytes`` object per record
     (30,000 records of 300 keys: collect and decode 27-34 ms against 39-43 with a bytes
     object and an entry per record, joined again per key before decoding).
@@ -107,7 +107,7 @@ def decode_runs(
     return decode_range(codec, entries(runs), start, end, read)
 
 
-def entries(runs: list[Run]) -> Entries:
+def entries(runs: list[RecordSpan]) -> Entries:
     """The ``(offset, bytes)`` entry of each record of ``runs``."""
     out: Entries = []
     for run in runs:
@@ -117,8 +117,9 @@ def entries(runs: list[Run]) -> Entries:
     return out
 
 
-def runs_cost(runs: list[Run]) -> int:
-    """Roughly the memory ``runs`` hold (see :class:`~actionjournal.stores.base.RecoveryCache`)."""
+def runs_cost(runs: list[RecordSpan]) -> int:
+    """Roughly the memory ``runs`` hold (see
+    :class:`~actionjournal.stores.recovery.RecoveryCache`)."""
     return sum(len(run.data) + ENTRY_OVERHEAD * (run.hi - run.lo) for run in runs)
 
 

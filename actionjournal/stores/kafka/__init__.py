@@ -77,16 +77,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from actionjournal._lazy import lazy_attributes
+from actionjournal._lazy import lazy_attributes, lazy_names
 
 if TYPE_CHECKING:
-    from actionjournal.stores.kafka.config import KafkaStoreConfig
-    from actionjournal.stores.kafka.store import KafkaActionStateStore, KafkaStore
-
-__all__ = ["KafkaActionStateStore", "KafkaStore", "KafkaStoreConfig"]
+    from actionjournal.stores.kafka.config import (
+        KafkaStoreConfig as KafkaStoreConfig,
+    )
+    from actionjournal.stores.kafka.store import (
+        KafkaStore as KafkaStore,
+    )
 
 _LAZY = {
     "actionjournal.stores.kafka.config": ("KafkaStoreConfig",),
-    "actionjournal.stores.kafka.store": ("KafkaActionStateStore", "KafkaStore"),
+    "actionjournal.stores.kafka.store": ("KafkaStore",),
 }
+__all__ = lazy_names(_LAZY)
 __getattr__ = lazy_attributes(__name__, _LAZY)

@@ -29,20 +29,14 @@ from actionjournal.durable.errors import (
     StoreError,
 )
 from actionjournal.durable.records import CONTROL_KEY, JournalRecord, Marker, StoreIdentity
-from actionjournal.durable.stats import note_append, note_foreign
-from actionjournal.stores.base import (
-    Found,
-    MaintenanceStore,
+from actionjournal.durable.store import (
+    Cleanable,
     Progress,
-    RecentProbes,
-    RecoveryCache,
     ScanFilter,
     ScannedRecord,
-    decode_range,
-    entries_cost,
-    with_control,
+    StoreObserver,
 )
-from actionjournal.stores.kafka.admin import delete_records, partition_count, prepare_topic
+from actionjournal.stores.kafka.admin import delete_records, prepare_topic, topic_shape
 from actionjournal.stores.kafka.config import KafkaStoreConfig
 from actionjournal.stores.kafka.delivery import Delivery, Reports
 from actionjournal.stores.kafka.errors import advice, describe, retrying
@@ -54,12 +48,19 @@ from actionjournal.stores.kafka.read import (
     gc_paused,
     headers,
     offset_of,
-    scanned,
+    scanned_batch,
 )
-from actionjournal.stores.quarantine import KeyRead, store_options
+from actionjournal.stores.quarantine import KeyRead, decode_range, store_options
+from actionjournal.stores.recovery import (
+    Found,
+    RecentProbes,
+    RecoveryCache,
+    entries_cost,
+    with_control,
+)
 from actionjournal.stores.seen import SeenKeys
 
-__all__ = ["KafkaActionStateStore", "KafkaStore", "KafkaStoreConfig"]
+__all__ = ["KafkaStore", "KafkaStoreConfig"]
 
 log = logging.getLogger("actionjournal.stores.kafka")
 
@@ -100,14 +101,21 @@ def _write_error(error: KafkaError) -> type[JournalWriteError]:
     return RecordTooLargeError if error.code() in _TOO_LARGE else JournalWriteError
 
 
-class KafkaStore(MaintenanceStore):
+class KafkaStore(Cleanable):
     """Journal in a Kafka topic. Thread-safe; one instance per process is enough."""
 
     max_record_bytes: int  # always known: the smallest of the topic's, producer's and ours
 
-    def __init__(self, config: KafkaStoreConfig, codec: RecordCodec | None = None) -> None:
+    def __init__(
+        self,
+        config: KafkaStoreConfig,
+        codec: RecordCodec | None = None,
+        *,
+        observer: StoreObserver | None = None,
+    ) -> None:
         self.config = config
         self.codec = codec or RecordCodec()
+        self.observer = observer
         self.topic = config.topic
         common = {
             "bootstrap.servers": config.bootstrap_servers,
@@ -250,7 +258,7 @@ class KafkaStore(MaintenanceStore):
                 f"Kafka did not acknowledge {what}, {len(data)} bytes: "
                 f"{describe(delivery.error)}; {fate}. {advice(delivery.error, self.config)}"
             )
-        note_append("kafka", len(data), started)
+        self.observe_append(len(data), started)
         return Marker(self.identity, record.epoch, partition, delivery.offset)
 
     def _poll_reports(self) -> None:
@@ -341,32 +349,30 @@ class KafkaStore(MaintenanceStore):
     @classmethod
     def open_existing(
         cls,
-        bootstrap_servers: str,
-        topic: str,
-        client_config: dict[str, str] | None = None,
+        config: KafkaStoreConfig,
         codec: RecordCodec | None = None,
-        admin_timeout_s: float = 30.0,
+        *,
+        observer: StoreObserver | None = None,
+        read_only: bool = False,
     ) -> KafkaStore:
-        """Open an existing journal topic with whatever partition count it has; never creates.
-
-        For the operator tools, which are told a topic, not how it was configured.
-        """
+        """Open the existing journal topic ``config`` names with whatever partition count it
+        has; never creates it. For the operator tools, which are told a topic, not how it
+        was configured (``read_only``: a promise the tools keep; the topic is not changed)."""
         settings = {
-            "bootstrap.servers": bootstrap_servers,
+            "bootstrap.servers": config.bootstrap_servers,
             "client.id": "actionjournal-tools",
             **client_logging(),
-            **(client_config or {}),
+            **config.client_config,
         }
-        config = KafkaStoreConfig(
-            bootstrap_servers=bootstrap_servers,
-            topic=topic,
-            partitions=partition_count(settings, topic, admin_timeout_s),
-            create_topic=False,
-            client_config=client_config or {},
-            admin_timeout_s=admin_timeout_s,
-            recovery_cache_bytes=0,
-        )
-        return cls(config, codec)
+        partitions, replicas = topic_shape(settings, config.topic, config.admin_timeout_s)
+        update = {  # the topic as it is: nothing to refuse or warn about
+            "partitions": partitions,
+            "replication_factor": replicas,
+            "min_insync_replicas": 1,
+            "create_topic": False,
+            "recovery_cache_bytes": 0,
+        }
+        return cls(config.model_copy(update=update), codec, observer=observer)
 
     def partitions(self) -> list[int]:
         return list(range(self.config.partitions))
@@ -391,16 +397,12 @@ class KafkaStore(MaintenanceStore):
                 "auto.offset.reset": "error",
             }
         )
-        decode = self.codec.decode
         place = f"topic {self.topic} partition {partition}"
         done = 0
         try:
             with closing(consume(consumer, self.config, partition, start, end)) as batches:
                 for messages in batches:
-                    for message in messages:
-                        item = scanned(message, wanted, decode, place)
-                        if item is not None:
-                            yield item
+                    yield from scanned_batch(messages, wanted, self.codec, place)
                     done = offset_of(messages[-1]) + 1 - start
                     if progress is not None:
                         progress(done, end - start)
@@ -451,11 +453,10 @@ class KafkaStore(MaintenanceStore):
     def _watermarks(self, partition: int) -> tuple[int, int]:
         tp = TopicPartition(self.topic, partition)
         low, high = retrying(
-            lambda: self._consumer.get_watermark_offsets(
-                tp, timeout=self.config.admin_timeout_s, cached=False
-            ),
+            lambda timeout: self._consumer.get_watermark_offsets(tp, timeout, cached=False),
             f"reading the offsets of topic {self.topic} partition {partition}",
             self.config,
+            refresh=lambda timeout: self._consumer.list_topics(self.topic, timeout),
         )
         return low, high
 
@@ -481,7 +482,8 @@ class KafkaStore(MaintenanceStore):
             return
         if len(seen) < _REMEMBER_FOREIGN:
             seen.update((partition, offset) for offset, _ in new)
-        note_foreign(len(new))
+        if self.observer is not None:
+            self.observer.foreign(len(new))
         offset, data = new[0]
         log.warning(
             "topic %s partition %d: skipped %d foreign record%s (not written by actionjournal; "
@@ -510,5 +512,4 @@ class KafkaStore(MaintenanceStore):
             self._consumer.close()
 
 
-KafkaActionStateStore = KafkaStore
 """The store's name before stores were named by backend: kept for users."""

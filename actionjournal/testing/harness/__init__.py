@@ -58,33 +58,42 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from actionjournal._lazy import lazy_attributes
+from actionjournal._lazy import lazy_attributes, lazy_names
 
 if TYPE_CHECKING:
-    from actionjournal.testing.harness.calls import call_service, service_reconciler
-    from actionjournal.testing.harness.errors import CrashNotReachedError, HarnessError
-    from actionjournal.testing.harness.journals import Journal, name_of
-    from actionjournal.testing.harness.scenario import (
-        Checkpoint,
-        Output,
-        RestoreMode,
-        RestoreScenario,
-        Step,
+    from actionjournal.testing.harness.calls import (
+        call_service as call_service,
     )
-
-__all__ = [
-    "Checkpoint",
-    "CrashNotReachedError",
-    "HarnessError",
-    "Journal",
-    "Output",
-    "RestoreMode",
-    "RestoreScenario",
-    "Step",
-    "call_service",
-    "name_of",
-    "service_reconciler",
-]
+    from actionjournal.testing.harness.calls import (
+        service_reconciler as service_reconciler,
+    )
+    from actionjournal.testing.harness.errors import (
+        CrashNotReachedError as CrashNotReachedError,
+    )
+    from actionjournal.testing.harness.errors import (
+        HarnessError as HarnessError,
+    )
+    from actionjournal.testing.harness.journals import (
+        Journal as Journal,
+    )
+    from actionjournal.testing.harness.journals import (
+        name_of as name_of,
+    )
+    from actionjournal.testing.harness.scenario import (
+        Checkpoint as Checkpoint,
+    )
+    from actionjournal.testing.harness.scenario import (
+        Output as Output,
+    )
+    from actionjournal.testing.harness.scenario import (
+        RestoreMode as RestoreMode,
+    )
+    from actionjournal.testing.harness.scenario import (
+        RestoreScenario as RestoreScenario,
+    )
+    from actionjournal.testing.harness.scenario import (
+        Step as Step,
+    )
 
 _LAZY = {
     "actionjournal.testing.harness.calls": ("call_service", "service_reconciler"),
@@ -98,4 +107,5 @@ _LAZY = {
         "Step",
     ),
 }
+__all__ = lazy_names(_LAZY)
 __getattr__ = lazy_attributes(__name__, _LAZY)

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from actionjournal.durable.codec import RecordCodec
-from actionjournal.stores.config import NoStoreConfig, SqliteStoreConfig, open_store
+from actionjournal.stores.config import NoStoreConfig, SqliteStoreConfig
+from actionjournal.stores.factory import open_store
 from actionjournal.stores.fluss.config import FlussStoreConfig
 from actionjournal.stores.kafka.config import KafkaStoreConfig
 from actionjournal.testing.harness.errors import HarnessError

@@ -19,10 +19,10 @@ import msgspec
 from actionjournal.durable.agent import Agent
 from actionjournal.durable.config import JournalConfig
 from actionjournal.durable.records import CONTROL_KEY, JournalRecord, Marker, UpgradeSkipped
+from actionjournal.durable.store import Store
 from actionjournal.operator.local import LocalRunner, Snapshot
-from actionjournal.stores.base import JournalStore
 from actionjournal.stores.config import SqliteStoreConfig
-from actionjournal.testing.crash import CrashingStore
+from actionjournal.testing.crash import crash_point
 from actionjournal.testing.harness import child, journals
 from actionjournal.testing.harness.agents import AgentFactory, instrument, make_agent
 from actionjournal.testing.harness.errors import CrashNotReachedError, HarnessError
@@ -91,7 +91,7 @@ class Step:
 @dataclasses.dataclass
 class _Live:
     runner: LocalRunner
-    store: JournalStore
+    store: Store
 
 
 class RestoreScenario:
@@ -469,6 +469,5 @@ class RestoreScenario:
 
 
 def _check_crash_point(crash_at: str | None) -> None:
-    """A malformed crash point fails here, not in the child (ValueError from CrashingStore)."""
-    if crash_at is not None:
-        CrashingStore(None, crash_at)
+    """A malformed crash point fails here, not in the child (ValueError)."""
+    crash_point(crash_at)

@@ -30,7 +30,7 @@ from actionjournal.durable.records import (
     ends_run,
     key_digest,
 )
-from actionjournal.stores.base import MaintenanceStore
+from actionjournal.durable.store import Cleanable
 from actionjournal.tools import reading
 from actionjournal.tools.cleanup.document import (
     PLAN_FORMAT,
@@ -42,7 +42,7 @@ from actionjournal.tools.cleanup.document import (
     PlanTotals,
     seal,
 )
-from actionjournal.tools.cleanup.state import RestorableState
+from actionjournal.tools.cleanup.state import RestorableState, WrongJobError
 from actionjournal.tools.reading import Unreadable
 from actionjournal.tools.store_options import ToolStoreConfig, describe, location
 from actionjournal.tools.toolkit import ProgressBar, ToolError, fmt_time
@@ -87,7 +87,7 @@ def _short(key_id: str) -> str:
 
 
 def scan_partition(
-    store: MaintenanceStore,
+    store: Cleanable,
     partition: int,
     namespace: str,
     state: RestorableState,
@@ -210,7 +210,7 @@ def _check_snapshot_run(
 
 
 def first_kept(
-    store: MaintenanceStore, found: PartitionScan, operator_uid: str, state: RestorableState
+    store: Cleanable, found: PartitionScan, operator_uid: str, state: RestorableState
 ) -> Blocker:
     """The first record of the partition that must stay (``end`` when none must)."""
     p, high = found.partition, found.high
@@ -279,7 +279,7 @@ def _marker(key: str, position: int, next_seq: int, estimated: bool = False) -> 
 
 
 def make_plan(
-    store: MaintenanceStore,
+    store: Cleanable,
     config: ToolStoreConfig,
     namespace: str,
     operator_uid: str | None,
@@ -357,7 +357,7 @@ def _choose_operator(
         )
     if operator_uid is None:
         if len(uids) > 1:
-            raise ToolError(
+            raise WrongJobError(
                 f"namespace {namespace!r} holds records of several operators "
                 f"({', '.join(sorted(uids))}): pass --operator-uid"
             )
@@ -371,7 +371,7 @@ def _choose_operator(
 
 
 def _entry(
-    store: MaintenanceStore, found: PartitionScan, scan: _OperatorScan, blocker: Blocker
+    store: Cleanable, found: PartitionScan, scan: _OperatorScan, blocker: Blocker
 ) -> PlanPartition:
     p, low, high = found.partition, found.low, found.high
     boundary = max(low, min(blocker.position, high))
@@ -399,7 +399,7 @@ def _entry(
 
 
 def _reason(
-    store: MaintenanceStore,
+    store: Cleanable,
     p: int,
     boundary: int,
     low: int,

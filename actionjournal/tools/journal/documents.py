@@ -35,6 +35,11 @@ class CallDoc(msgspec.Struct):
     """``{"value": preview, "value_bytes": n}`` or ``{"error": {"type", "message"}}``."""
 
 
+class SentDoc(msgspec.Struct):
+    event_id: str
+    type: str
+
+
 class ActionDoc(msgspec.Struct):
     action_id: str
     action: str | None
@@ -46,6 +51,10 @@ class ActionDoc(msgspec.Struct):
     records: int
     bytes: int
     calls: list[CallDoc]
+    trigger_event_id: str | None = None
+    """Lineage: the event the action ran on (None: journaled before lineage was kept)."""
+    sent: list[SentDoc] = msgspec.field(default_factory=list)
+    """The events it sent (each one's upstream: ``trigger_event_id`` and this action)."""
 
 
 class RunDoc(msgspec.Struct):
@@ -90,6 +99,9 @@ class KeyDoc(msgspec.Struct):
     runs: list[RunDoc]
     control: list[ControlDoc]
     unreadable: list[Unreadable]
+    key: str | None = None
+    """The key's Python literal: as ``--key`` matched it, or as a record of the key holds it
+    (a dead letter's); ``None`` when neither says."""
 
 
 class PartitionSummary(msgspec.Struct):
@@ -142,6 +154,8 @@ class KeyEntry(msgspec.Struct):
     bytes: int
     first_at: float | None
     last_at: float | None
+    key: str | None = None
+    """The key's Python literal where a record of it holds the value (a dead letter's)."""
 
 
 class KeysDoc(msgspec.Struct):

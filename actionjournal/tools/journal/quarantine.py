@@ -14,7 +14,7 @@ import argparse
 import time
 
 from actionjournal.durable.records import CONTROL_KEY, Quarantined
-from actionjournal.stores.base import MaintenanceStore, ScannedRecord
+from actionjournal.durable.store import Cleanable, Inspectable, ScannedRecord
 from actionjournal.tools.store_options import (
     add_store_args,
     describe,
@@ -107,6 +107,12 @@ def main(argv: list[str]) -> int:
             at=time.time(),
         )
         if item.key_id == CONTROL_KEY:
+            if not isinstance(store, Cleanable):
+                raise ToolError(
+                    f"{store.identity.backend} journal {store.identity.name} cannot take a "
+                    "control record into a chosen partition, so a partition's control record "
+                    "cannot be quarantined there; nothing quarantined"
+                )
             marker = store.append_control(record, args.partition)
         else:
             marker = store.append(record)
@@ -120,7 +126,7 @@ def main(argv: list[str]) -> int:
 
 
 def _record_at(
-    store: MaintenanceStore, partition: int, position: int, namespace: str
+    store: Inspectable, partition: int, position: int, namespace: str
 ) -> ScannedRecord | None:
     for item in store.scan(partition, namespace, start=position, end=position + 1, foreign=True):
         return item
@@ -154,7 +160,7 @@ def _refuse(item: ScannedRecord, args: argparse.Namespace, where: str) -> None:
 
 
 def _decisions(
-    store: MaintenanceStore,
+    store: Inspectable,
     partition: int,
     position: int,
     namespace: str,

@@ -17,8 +17,8 @@ from actionjournal.durable.records import (
     UpgradeSkipped,
     ends_run,
 )
+from actionjournal.durable.store import Inspectable, ScannedRecord
 from actionjournal.durable.values import ValueCodec
-from actionjournal.stores.base import MaintenanceStore, ScannedRecord
 from actionjournal.tools import reading
 from actionjournal.tools.journal.documents import (
     ControlDoc,
@@ -30,6 +30,7 @@ from actionjournal.tools.journal.documents import (
     SummaryDoc,
     SummaryTotals,
 )
+from actionjournal.tools.journal.keys import journaled_key
 from actionjournal.tools.journal.runs import build_runs, run_doc, start_time
 from actionjournal.tools.reading import Unreadable
 from actionjournal.tools.toolkit import ProgressBar, fmt_time
@@ -37,13 +38,13 @@ from actionjournal.tools.toolkit import ProgressBar, fmt_time
 FULL_ID = 32  # hex characters of a key, action or call id
 
 
-def store_doc(store: MaintenanceStore) -> StoreDoc:
+def store_doc(store: Inspectable) -> StoreDoc:
     i = store.identity
     return StoreDoc(i.backend, i.name, i.uid)
 
 
 def _records(
-    store: MaintenanceStore,
+    store: Inspectable,
     partition: int,
     namespace: str,
     skipped: list[Unreadable],
@@ -95,7 +96,7 @@ def _control(item: ScannedRecord) -> ControlDoc | None:
 
 
 def key_document(
-    store: MaintenanceStore,
+    store: Inspectable,
     namespace: str,
     operator_uid: str | None,
     key_id: str,
@@ -110,12 +111,14 @@ def key_document(
     items: list[ScannedRecord] = []
     control: list[ControlDoc] = []
     uids: set[str] = set()
+    key: str | None = None
     for item in _records(store, partition, namespace, skipped, progress, "reading"):
         record = item.record
         if record is None:
             continue
         quarantine = isinstance(record, Quarantined)  # of the key: shown with control records
         if record.key_id == key_id and not quarantine:
+            key = key or journaled_key(record)
             uids.add(item.operator_uid)
             if operator_uid in (None, item.operator_uid):
                 items.append(item)
@@ -142,11 +145,12 @@ def key_document(
         runs=docs,
         control=control,
         unreadable=skipped,
+        key=key,
     )
 
 
 def find_ids(
-    store: MaintenanceStore,
+    store: Inspectable,
     namespace: str,
     operator_uid: str | None,
     attribute: str,
@@ -180,10 +184,11 @@ class _KeyTally:
     size: int = 0
     first_at: float | None = None
     last_at: float | None = None
+    key: str | None = None
 
 
 def keys_document(
-    store: MaintenanceStore,
+    store: Inspectable,
     namespace: str,
     operator_uid: str | None,
     *,
@@ -211,6 +216,7 @@ def keys_document(
                 tally.finished.add(run)
             tally.records += 1
             tally.size += item.size
+            tally.key = tally.key or journaled_key(record)
             started, at = start_time(record), getattr(record, "at", None)
             if started is not None:
                 tally.first_at = started if tally.first_at is None else min(tally.first_at, started)
@@ -227,6 +233,7 @@ def keys_document(
             bytes=t.size,
             first_at=t.first_at,
             last_at=t.last_at,
+            key=t.key,
         )
         for key, t in tallies.items()
         if since is None or (t.last_at is not None and t.last_at >= since)
@@ -244,7 +251,7 @@ def keys_document(
 
 
 def summary_document(
-    store: MaintenanceStore,
+    store: Inspectable,
     namespace: str,
     operator_uid: str | None,
     *,

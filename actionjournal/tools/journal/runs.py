@@ -20,9 +20,9 @@ from actionjournal.durable.records import (
     RunCompleted,
     RunFailed,
 )
+from actionjournal.durable.store import ScannedRecord
 from actionjournal.durable.values import ValueCodec
-from actionjournal.stores.base import ScannedRecord
-from actionjournal.tools.journal.documents import ActionDoc, CallDoc, RunDoc
+from actionjournal.tools.journal.documents import ActionDoc, CallDoc, RunDoc, SentDoc
 
 _PREVIEW = 80
 
@@ -53,10 +53,11 @@ class _Action:
     records: int = 0
     size: int = 0
     first_at: float | None = None
+    name: str | None = None  # from any of its records that carries it (calls do, format 2)
 
 
 @dataclass
-class Run:
+class JournaledRun:
     key_id: str
     epoch: int
     seq: int
@@ -80,9 +81,9 @@ def start_time(record: JournalRecord) -> float | None:
     return getattr(record, "at", None)
 
 
-def build_runs(partition: int, items: list[ScannedRecord]) -> list[Run]:
+def build_runs(partition: int, items: list[ScannedRecord]) -> list[JournaledRun]:
     """Group a key's scanned records into runs, actions and calls, in journal order."""
-    runs: dict[tuple[str, int, int], Run] = {}
+    runs: dict[tuple[str, int, int], JournaledRun] = {}
     for item in items:
         record = item.record
         if record is None or record.key_id == CONTROL_KEY:
@@ -90,7 +91,7 @@ def build_runs(partition: int, items: list[ScannedRecord]) -> list[Run]:
         ident = (item.operator_uid, record.epoch, record.seq)
         run = runs.get(ident)
         if run is None:
-            run = runs[ident] = Run(
+            run = runs[ident] = JournaledRun(
                 record.key_id,
                 record.epoch,
                 record.seq,
@@ -118,12 +119,13 @@ def build_runs(partition: int, items: list[ScannedRecord]) -> list[Run]:
     return sorted(runs.values(), key=lambda r: (r.first_position, r.seq))
 
 
-def _add_to_action(run: Run, record: Any, size: int, started: float | None) -> None:
+def _add_to_action(run: JournaledRun, record: Any, size: int, started: float | None) -> None:
     action = run.actions.get(record.action_id)
     if action is None:
         action = run.actions[record.action_id] = _Action(record.action_id)
     action.records += 1
     action.size += size
+    action.name = getattr(record, "action", None) or action.name
     if started is not None and (action.first_at is None or started < action.first_at):
         action.first_at = started
     if isinstance(record, ActionCompleted):
@@ -207,7 +209,7 @@ def _call_doc(call: _Call, action_completed: bool, values: ValueCodec) -> CallDo
     )
 
 
-def run_doc(run: Run, values: ValueCodec) -> RunDoc:
+def run_doc(run: JournaledRun, values: ValueCodec) -> RunDoc:
     actions = []
     for action in run.actions.values():
         done = action.completed is not None
@@ -219,7 +221,7 @@ def run_doc(run: Run, values: ValueCodec) -> RunDoc:
         actions.append(
             ActionDoc(
                 action_id=action.action_id,
-                action=completed.action if completed else None,
+                action=action.name,
                 status="completed" if completed else "incomplete",
                 started_at=action.first_at,
                 completed_at=completed.at if completed else None,
@@ -228,6 +230,8 @@ def run_doc(run: Run, values: ValueCodec) -> RunDoc:
                 records=action.records,
                 bytes=action.size,
                 calls=calls,
+                trigger_event_id=completed.trigger_event_id if completed else None,
+                sent=[SentDoc(e.id, e.type) for e in completed.outputs] if completed else [],
             )
         )
     done_run = run.completed

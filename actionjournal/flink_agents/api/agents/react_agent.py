@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from actionjournal.flink_agents.api.agents.agent import STRUCTURED_OUTPUT, Agent
+from actionjournal.flink_agents.api.agents.budget import LoopBudget
 from actionjournal.flink_agents.api.agents.types import OutputSchema
 from actionjournal.flink_agents.api.chat_message import (
     ChatMessage,
@@ -33,7 +34,8 @@ _DEFAULT_USER_PROMPT = "_default_user_prompt"
 class ReActAgent(Agent):
     """``chat_model``: the setup's descriptor (its ``tools`` are what the model may call);
     ``prompt``: fills the user message from the input (required for non-primitive input);
-    ``output_schema``: a pydantic model the final answer is parsed into."""
+    ``output_schema``: a pydantic model the final answer is parsed into; ``budget``: the
+    loop's limits (rounds, tokens, wall time), journaled (docs/chat.md)."""
 
     def __init__(
         self,
@@ -41,6 +43,7 @@ class ReActAgent(Agent):
         chat_model: ResourceDescriptor,
         prompt: Prompt | None = None,
         output_schema: type[BaseModel] | None = None,
+        budget: LoopBudget | None = None,
     ) -> None:
         super().__init__()
         self.add_resource(_DEFAULT_CHAT_MODEL, ResourceType.CHAT_MODEL, chat_model)
@@ -60,7 +63,11 @@ class ReActAgent(Agent):
         if prompt is not None:
             self.add_resource(_DEFAULT_USER_PROMPT, ResourceType.PROMPT, prompt)
         self.add_action(
-            "start_action", [InputEvent.EVENT_TYPE], self.start_action, output_schema=schema
+            "start_action",
+            [InputEvent.EVENT_TYPE],
+            self.start_action,
+            output_schema=schema,
+            budget=budget,
         )
 
     @staticmethod
@@ -88,7 +95,12 @@ class ReActAgent(Agent):
             at = find_first_system_message(messages) + 1
             messages = [*messages[:at], *schema_prompt.format_messages(), *messages[at:]]
         output_schema = ctx.get_action_config_value("output_schema")
-        ctx.send_event(ChatRequestEvent(_DEFAULT_CHAT_MODEL, messages, output_schema=output_schema))
+        budget = ctx.get_action_config_value("budget")
+        ctx.send_event(
+            ChatRequestEvent(
+                _DEFAULT_CHAT_MODEL, messages, output_schema=output_schema, budget=budget
+            )
+        )
 
     @action(ChatResponseEvent.EVENT_TYPE)
     @staticmethod

@@ -38,7 +38,7 @@ class BaseChatModelSetup(Resource):
     model: str = Field(description="The model to use.")
     prompt: Prompt | str | None = None
     tools: list[str] | list[Tool] = Field(default_factory=list)
-    _connection: BaseChatModelConnection | None = PrivateAttr(default=None)
+    _resolved_connection: BaseChatModelConnection | None = PrivateAttr(default=None)
 
     @classmethod
     def resource_type(cls) -> ResourceType:
@@ -50,7 +50,9 @@ class BaseChatModelSetup(Resource):
 
     def open(self) -> None:
         context = self.resource_context
-        self._connection = context.get_resource(self.connection, ResourceType.CHAT_MODEL_CONNECTION)
+        self._resolved_connection = context.get_resource(
+            self.connection, ResourceType.CHAT_MODEL_CONNECTION
+        )
         if isinstance(self.prompt, str):
             self.prompt = context.get_resource(self.prompt, ResourceType.PROMPT)
         self.tools = [
@@ -64,7 +66,7 @@ class BaseChatModelSetup(Resource):
         prompt_args: Mapping[str, Any] | None = None,
         **kwargs: Any,
     ) -> ChatMessage:
-        if self._connection is None:
+        if self._resolved_connection is None:
             raise TypeError(f"connection {self.connection!r} is not resolved: open() first")
         if isinstance(self.prompt, Prompt):
             args = {k: str(v) for k, v in (prompt_args or {}).items()}
@@ -72,4 +74,6 @@ class BaseChatModelSetup(Resource):
             kept = [m for m in messages if m.content or m.role == MessageRole.ASSISTANT]
             messages = [*prompted, *kept]
         tools = [t for t in self.tools if isinstance(t, Tool)]
-        return self._connection.chat(messages, tools=tools, **{**self.model_kwargs, **kwargs})
+        return self._resolved_connection.chat(
+            messages, tools=tools, **{**self.model_kwargs, **kwargs}
+        )

@@ -38,6 +38,10 @@ class Event(BaseModel):
     id: UUID | None = Field(default=None)
     type: str
     attributes: dict[str, Any] = Field(default_factory=dict)
+    # Lineage (upstream's 0.4 names), set on events actions receive: the event whose action
+    # sent this one, and that action; None on a run's input event and on events not sent yet.
+    upstream_event_id: UUID | None = Field(default=None)
+    upstream_action: str | None = Field(default=None)
 
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
@@ -49,10 +53,17 @@ class Event(BaseModel):
     @model_validator(mode="after")
     def _provisional_id(self) -> Event:
         if self.id is None:
-            content = self.model_dump_json(exclude={"id"}, fallback=repr)
+            content = self.model_dump_json(
+                exclude={"id", "upstream_event_id", "upstream_action"}, fallback=repr
+            )
             digest = hashlib.md5(content.encode(), usedforsecurity=False).digest()
             object.__setattr__(self, "id", UUID(bytes=digest, version=3))
         return self
+
+    def model_dump_json(self, **kwargs: Any) -> str:
+        """JSON of the event; PyFlink ``Row`` values in upstream's ``{"type": "Row", ...}``."""
+        kwargs.setdefault("fallback", rows.json_fallback)
+        return super().model_dump_json(**kwargs)
 
     def get_type(self) -> str:
         """The type string events are routed by."""

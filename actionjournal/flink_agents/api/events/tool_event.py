@@ -14,17 +14,28 @@ class ToolRequestEvent(Event):
 
     EVENT_TYPE: ClassVar[str] = "_tool_request_event"
 
-    def __init__(self, model: str, tool_calls: list[dict[str, Any]]) -> None:
-        super().__init__(
-            type=ToolRequestEvent.EVENT_TYPE,
-            attributes={"model": model, "tool_calls": list(tool_calls)},
-        )
+    def __init__(
+        self, model: str, tool_calls: list[dict[str, Any]], *, context: Any = None
+    ) -> None:
+        """``context``: any journalable value, handed back on the ToolResponseEvent."""
+        attributes: dict[str, Any] = {"model": model, "tool_calls": list(tool_calls)}
+        if context is not None:
+            attributes["context"] = context
+        super().__init__(type=ToolRequestEvent.EVENT_TYPE, attributes=attributes)
 
     @classmethod
     def from_event(cls, event: Event) -> ToolRequestEvent:
-        result = ToolRequestEvent(event.attributes["model"], event.attributes["tool_calls"])
+        attributes = event.attributes
+        result = ToolRequestEvent(
+            attributes["model"], attributes["tool_calls"], context=attributes.get("context")
+        )
         result.id = event.id
         return result
+
+    @property
+    def context(self) -> Any:
+        """The caller's value, handed back on the response (``None`` if none was given)."""
+        return self.get_attr("context")
 
     @property
     def model(self) -> str:
@@ -46,24 +57,35 @@ class ToolResponseEvent(Event):
         request_id: UUID,
         responses: dict[Any, Any],
         external_ids: dict[Any, str | None],
+        *,
+        context: Any = None,
     ) -> None:
-        super().__init__(
-            type=ToolResponseEvent.EVENT_TYPE,
-            attributes={
-                "request_id": request_id,
-                "responses": dict(responses),
-                "external_ids": dict(external_ids),
-            },
-        )
+        """``context``: the request's ``context``, handed back."""
+        attributes: dict[str, Any] = {
+            "request_id": request_id,
+            "responses": dict(responses),
+            "external_ids": dict(external_ids),
+        }
+        if context is not None:
+            attributes["context"] = context
+        super().__init__(type=ToolResponseEvent.EVENT_TYPE, attributes=attributes)
 
     @classmethod
     def from_event(cls, event: Event) -> ToolResponseEvent:
         attributes = event.attributes
         result = ToolResponseEvent(
-            attributes["request_id"], attributes["responses"], attributes["external_ids"]
+            attributes["request_id"],
+            attributes["responses"],
+            attributes["external_ids"],
+            context=attributes.get("context"),
         )
         result.id = event.id
         return result
+
+    @property
+    def context(self) -> Any:
+        """The ``context`` of the request this answers (``None`` if it had none)."""
+        return self.get_attr("context")
 
     @property
     def request_id(self) -> UUID:

@@ -11,7 +11,7 @@ from actionjournal.flink_agents.api.resource import ResourceType, SerializableRe
 _PLACEHOLDER = re.compile(r"\{([^{}]+)\}")
 
 
-def format_string(template: str, **kwargs: str) -> str:
+def format_string(template: str, /, **kwargs: str) -> str:
     """Fill ``{name}`` placeholders; unknown ones stay as they are."""
     return _PLACEHOLDER.sub(lambda m: str(kwargs.get(m.group(1), m.group(0))), template)
 
