@@ -154,7 +154,11 @@ def _earliest(timers: list[Timer], signals: list[SignalWait], now: float) -> tup
         if timer.queued < 0 and timer.due <= now and (best is None or timer.due < best[0]):
             best = (timer.due, "timer", i)
     for i, signal in enumerate(signals):
-        if signal.queued < 0 and signal.deadline <= now and (best is None or signal.deadline < best[0]):
+        if (
+            signal.queued < 0
+            and signal.deadline <= now
+            and (best is None or signal.deadline < best[0])
+        ):
             best = (signal.deadline, "timeout", i)
     return None if best is None else (best[1], best[2])
 

@@ -201,7 +201,11 @@ class ActionWaits:
         token = self._next_id()
         tid = timer_id or token
         op = WaitOp(
-            "schedule", tid, due, EventData("", event_type, data), token="" if tid == token else token
+            "schedule",
+            tid,
+            due,
+            EventData("", event_type, data),
+            token="" if tid == token else token,
         )
         self.ops.append(op)
         self.run.replay([op], self.seq)
@@ -294,4 +298,3 @@ def next_due(timers: Iterable[Timer], signals: Iterable[SignalWait]) -> float | 
     dues = [t.due for t in timers if t.queued < 0]
     dues += [s.deadline for s in signals if s.queued < 0]
     return min(dues) if dues else None
-
