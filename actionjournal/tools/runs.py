@@ -159,7 +159,7 @@ def _doc(
         operator_uid=operator_uid,
         epoch=record.epoch,
         error_type=root.type,
-        input=_preview(values, record.input),
+        input=preview(values, record.input),
         redriven=False,
         partition=partition,
         position=position,
@@ -171,13 +171,13 @@ def _key(values: ValueCodec, data: bytes) -> tuple[str | int | float | bool, boo
     try:
         key = values.decode(data)
     except Exception:
-        return _preview(values, data), True
+        return preview(values, data), True
     if isinstance(key, (str, int, float, bool)):
         return key, False
     return repr(key), True
 
 
-def _preview(values: ValueCodec, data: bytes) -> str:
+def preview(values: ValueCodec, data: bytes) -> str:
     try:
         text = repr(values.decode(data))
     except Exception as exc:  # pickled, or a type not importable here: say so, never unpickle

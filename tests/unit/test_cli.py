@@ -127,6 +127,12 @@ BAD_INPUTS = [
     ("malformed page, keys", lambda w: [*K, *sqlite(w["malformed"])], "malformed"),
     ("malformed page, dead letters", lambda w: [*D, *sqlite(w["malformed"])], "malformed"),
     ("bad --since, dead letters", lambda w: [*D, *sqlite(w["journal"]), "--since", "x"], "--since"),
+    ("malformed page, timers", lambda w: ["timers", "list", *sqlite(w["malformed"])], "malformed"),
+    (
+        "bad --status, signals",
+        lambda w: ["signals", "list", *sqlite(w["journal"]), "--status", "lost"],
+        "invalid choice: 'lost'",
+    ),
     (
         "malformed page, plan",
         lambda w: [*P, *sqlite(w["malformed"]), "--before", "0", "--out", str(w["dir"] / "p.json")],
