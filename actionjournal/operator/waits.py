@@ -148,7 +148,7 @@ class RunWaits:
 
     def replay(self, ops: Iterable[WaitOp], seq: int) -> None:
         """A completed action's journaled changes, applied again instead of its body."""
-        self.timers, self.signals = _apply(self.timers, self.signals, ops, seq)
+        _apply(self.timers, self.signals, ops, seq)
 
 
 def _answer(origin: Origin, data: bytes) -> dict[str, Any]:
@@ -256,14 +256,14 @@ def applied(
                 del by_id[consumed.id]
         else:
             expected.pop(consumed.id, None)
-    by_id, expected = _apply(by_id, expected, ops, seq)
+    _apply(by_id, expected, ops, seq)
     return sorted(by_id.values(), key=_due), sorted(expected.values(), key=_deadline)
 
 
 def _apply(
     timers: dict[str, Timer], signals: dict[str, SignalWait], ops: Iterable[WaitOp], seq: int
-) -> tuple[dict[str, Timer], dict[str, SignalWait]]:
-    timers, signals = dict(timers), dict(signals)
+) -> None:
+    """Apply ``ops`` to ``timers`` and ``signals`` (by id), in place."""
     for op in ops:
         if op.op == "schedule":
             assert op.event is not None
@@ -282,7 +282,6 @@ def _apply(
                 event.attributes if event else b"",
                 seq=seq,
             )
-    return timers, signals
 
 
 def _due(timer: Timer) -> tuple[float, str]:
