@@ -222,9 +222,11 @@ class AgentEngine:
             self.metrics if recorded.completed is None else None,
         )
         delivery: Delivery | None = None
+        trigger = event_id(self.agent.operator_uid, key_id, "input", pending.seq)
         if pending.origin is not None:
-            trigger = event_id(self.agent.operator_uid, key_id, "input", pending.seq)
             delivery = waits.deliver(pending.origin, pending.input, trigger)
+        elif pending.redrive and recorded.input is not None and recorded.input.delivered:
+            delivery = waits.redeliver(recorded.input, pending.input, trigger)
         consumed = delivery.consumed if delivery is not None else None
         if recorded.dead_letters > pending.redrive:  # dead-lettered before a restart
             result = self.failures.replayed(key, key_id, pending.input, recorded)

@@ -184,4 +184,4 @@ def _queue_at(
         timer = timers[i] = msgspec.structs.replace(timers[i], queued=seq)
         return timer.attributes, Origin("timer", timer.id, timer.token, timer.event_type)
     signal = signals[i] = msgspec.structs.replace(signals[i], queued=seq)
-    return b"", Origin("timeout", signal.id)
+    return signal.timeout_attributes, Origin("timeout", signal.id, event_type=signal.timeout_type)

@@ -22,7 +22,7 @@ import msgspec
 from actionjournal.durable.errors import ConfigurationError
 from actionjournal.durable.events import Event
 from actionjournal.durable.identity import wait_id
-from actionjournal.durable.records import EventData, WaitOp
+from actionjournal.durable.records import EventData, RunInput, WaitOp
 from actionjournal.durable.stats import JournalMetrics
 from actionjournal.durable.values import ValueCodec
 from actionjournal.durable.waits import (
@@ -60,8 +60,8 @@ class SignalWait(msgspec.Struct, array_like=True, frozen=True, omit_defaults=Tru
     id: str
     name: str
     deadline: float
-    timeout_type: str = ""  # the timeout event's type ("": SignalTimedOut)
-    timeout_attributes: bytes = b""
+    timeout_type: str  # the event delivered at the deadline (SignalTimedOut's, or the action's)
+    timeout_attributes: bytes
     queued: int = -1  # the seq of the run queued for its deadline (-1: not passed yet)
     seq: int = -1  # the run that expected it
 
@@ -137,14 +137,24 @@ class RunWaits:
             event: Event = SignalReceived(signal.name, signal.id, value, id=event_id)
             self.count("signals", "received")
             fields |= _answer(origin, data)
-        elif signal.timeout_type:
+        else:
             attributes = self.values.decode(signal.timeout_attributes)
             event = Event.rebuild(signal.timeout_type, attributes, event_id)
             self.count("signals", "timed_out")
-        else:
-            event = SignalTimedOut(signal.name, signal.id, id=event_id)
-            self.count("signals", "timed_out")
         return Delivery(event, fields | {"event_type": event.type}, origin)
+
+    def redeliver(self, started: RunInput, data: bytes, event_id: str) -> Delivery:
+        """A re-driven timer or signal run (its dead letter, ``data`` its input): what it
+        delivered the first time, whatever the key's timers and signals are now."""
+        fields = {f: getattr(started, f) for f in ("kind", "id", "token", "name", "due")}
+        fields |= {"delivered": True, "event_type": started.event_type}
+        if started.kind == "answer":
+            value = self.values.decode(data)
+            event = SignalReceived(started.name, started.id, value, id=event_id)
+            return Delivery(event, fields | {"value": data}, None)
+        return Delivery(
+            Event.rebuild(started.event_type, self.values.decode(data), event_id), fields, None
+        )
 
     def replay(self, ops: Iterable[WaitOp], seq: int) -> None:
         """A completed action's journaled changes, applied again instead of its body."""
@@ -226,12 +236,11 @@ class ActionWaits:
         if not isinstance(name, str) or not name:
             raise ConfigurationError(f"{what}: name={name!r}: use a non-empty str")
         deadline = self.run.clock() + seconds(timeout, f"{what}: timeout")
-        timeout_data = None
-        if timeout_event is not None:
-            event_type, data = self._event(timeout_event, f"{what}'s timeout_event")
-            timeout_data = EventData("", event_type, data)
         sid = self._next_id()
-        op = WaitOp("expect", sid, deadline, timeout_data, name=name)
+        if timeout_event is None:  # journaled too: a dead-lettered timeout re-drives with it
+            timeout_event = SignalTimedOut(name, sid)
+        event_type, data = self._event(timeout_event, f"{what}'s timeout_event")
+        op = WaitOp("expect", sid, deadline, EventData("", event_type, data), name=name)
         self.ops.append(op)
         self.run.replay([op], self.seq)
         self.run.count("signals", "expected")
@@ -273,14 +282,9 @@ def _apply(
         elif op.op == "cancel":
             timers.pop(op.id, None)
         else:
-            event = op.event
+            assert op.event is not None
             signals[op.id] = SignalWait(
-                op.id,
-                op.name,
-                op.due,
-                event.type if event else "",
-                event.attributes if event else b"",
-                seq=seq,
+                op.id, op.name, op.due, op.event.type, op.event.attributes, seq=seq
             )
 
 

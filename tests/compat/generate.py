@@ -164,7 +164,13 @@ def sample_records(values: ValueCodec) -> dict[str, JournalRecord]:
                     token="token-0001",
                 ),
                 WaitOp("cancel", "timer-0002", 0.0),
-                WaitOp("expect", "signal-0001", AT + 86400, None, name="approval"),
+                WaitOp(
+                    "expect",
+                    "signal-0001",
+                    AT + 86400,
+                    EventData("", "escalate", values.encode({"order": 5})),
+                    name="approval",
+                ),
             ],
         ),
         "RunInput": RunInput(

@@ -492,3 +492,37 @@ def test_thousands_of_pending_timers_of_a_key_are_one_list_in_its_state(store):
     clock.advance(100.5)
     drained(runner)
     assert CALLS["ping"] == 100 and len(runner.timers["k"]) == 1900
+
+
+class Flaky(Agent):
+    """Its timer's and its deadline's actions fail until ``healed``."""
+
+    uid = "flaky"
+    healed = False
+
+    @action(InputEvent)
+    def start(self, event, ctx):
+        ctx.schedule_event(Event("ping", {"n": 1}), delay=10)
+        ctx.expect_signal("approval", timeout=20)
+
+    @action("ping", SignalTimedOut)
+    def late(self, event, ctx):
+        if not self.healed:
+            raise RuntimeError(f"{event.type} not yet")
+        ctx.send_event(OutputEvent(event.type))
+
+
+def test_a_dead_lettered_timer_or_deadline_run_re_drives_with_what_it_delivered(store):
+    clock = ManualClock()
+    agent = Flaky()
+    runner = LocalRunner(agent, store, clock=clock, on_run_failure="dead-letter")
+    run(runner, ("k", "go"))
+    clock.advance(30)
+    assert drained(runner) == []
+    assert [letter.seq for letter in runner.dead_letters] == [1, 2]
+    assert runner.timers == {} and runner.signals == {}  # used up: they fired
+    agent.healed = True
+    assert run(runner, *[("k", letter) for letter in runner.dead_letters]) == [
+        "ping",
+        "signal_timed_out",
+    ]
