@@ -24,6 +24,7 @@ from benchmarks import (
     bench_kafka,
     bench_peer,
     bench_retry,
+    bench_timers,
     report,
 )
 from benchmarks.common import BenchContext, unavailable
@@ -37,6 +38,7 @@ MODULES = [
     bench_flink,
     bench_peer,
     bench_retry,
+    bench_timers,
     bench_examples,
 ]
 
