@@ -13,7 +13,7 @@ import json
 import math
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from actionjournal.durable.errors import ConfigurationError
 from actionjournal.durable.events import Event
@@ -83,7 +83,24 @@ class SignalInput:
         return json.dumps(body)
 
 
-class SignalReceived(Event):
+class SignalFields:
+    """``name`` and ``signal_id`` of an event about a signal, from its attributes (shared
+    with the Flink Agents face's signal events)."""
+
+    __slots__ = ()
+    if TYPE_CHECKING:
+        attributes: dict[str, Any]
+
+    @property
+    def name(self) -> str:
+        return str(self.attributes["name"])
+
+    @property
+    def signal_id(self) -> str:
+        return str(self.attributes["signal_id"])
+
+
+class SignalReceived(SignalFields, Event):
     """The answer to a signal the agent expected arrived before its deadline."""
 
     TYPE = "signal_received"
@@ -93,21 +110,11 @@ class SignalReceived(Event):
         super().__init__(self.TYPE, {"name": name, "signal_id": signal_id, "value": value}, id=id)
 
     @property
-    def name(self) -> str:
-        name: str = self.attributes["name"]
-        return name
-
-    @property
-    def signal_id(self) -> str:
-        signal_id: str = self.attributes["signal_id"]
-        return signal_id
-
-    @property
     def value(self) -> Any:
         return self.attributes["value"]
 
 
-class SignalTimedOut(Event):
+class SignalTimedOut(SignalFields, Event):
     """A signal's deadline passed before an answer arrived (a later answer runs nothing)."""
 
     TYPE = "signal_timed_out"
@@ -115,16 +122,6 @@ class SignalTimedOut(Event):
 
     def __init__(self, name: str, signal_id: str, *, id: str | None = None) -> None:
         super().__init__(self.TYPE, {"name": name, "signal_id": signal_id}, id=id)
-
-    @property
-    def name(self) -> str:
-        name: str = self.attributes["name"]
-        return name
-
-    @property
-    def signal_id(self) -> str:
-        signal_id: str = self.attributes["signal_id"]
-        return signal_id
 
 
 def due_time(now: float, delay: Any, at: Any, what: str) -> float:
