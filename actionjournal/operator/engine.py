@@ -190,10 +190,12 @@ class AgentEngine:
     def wake_at(self, state: KeyState, key_id: str) -> float | None:
         """When :meth:`fire_due` has something to do for the key next (epoch seconds by
         the engine's clock; ``None``: nothing is pending)."""
+        due = next_due(state.timers, state.signals)
         journaled = self._journaled.get(key_id)
-        if journaled is not None and journaled.waiting_for_source(state.next_seq):
-            return journaled.since + REDELIVERY_WAIT_S
-        return next_due(state.timers, state.signals)
+        if due is None or journaled is None or not journaled.waiting_for_source(state.next_seq):
+            return due
+        # Due timers wait for an input the journal shows first, for a while (sequence.py).
+        return max(due, journaled.since + REDELIVERY_WAIT_S)
 
     async def run_next(self, key: Any, key_id: str, state: KeyState) -> RunResult:
         """Execute the key's oldest pending input. Does not change ``state``.
