@@ -2,6 +2,8 @@
 # make test   - set up .venv and run the whole suite (starts a local Kafka broker, Fluss cluster
 #               and Flink session cluster)
 # make test-fast - unit tests only, no services, no Flink
+# make docs   - the documentation site (docs/ and the docstrings) into .site/, strictly: a broken
+#               link or reference fails (make test builds it too: tests/test_docs_site.py)
 # make typecheck - mypy (strict on durable, stores, operator, flink and the top package; run by make test)
 # make bench  - benchmarks (starts Kafka and PostgreSQL itself) and docs/performance.md;
 #               BENCH=prefix runs only entries whose name starts with prefix
@@ -11,12 +13,12 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 BENCH_STAMP := $(VENV)/.installed-bench
 
-.PHONY: demo test test-fast typecheck bench lint clean
+.PHONY: demo test test-fast typecheck bench lint docs clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e ".[dev,kafka,flink]"
+	$(BIN)/python -m pip install -q -e ".[dev,kafka,flink,docs,ui]"
 	# pyfluss wants pandas>=2.3.1 while apache-flink pins pandas<2.3; the Fluss store does not
 	# use pandas, so pyfluss goes in without its dependencies (pyarrow comes with apache-flink).
 	$(BIN)/python -m pip install -q --no-deps "pyfluss>=1.0"
@@ -46,8 +48,11 @@ $(BENCH_STAMP): $(STAMP)
 bench: $(BENCH_STAMP)
 	$(BIN)/python -m benchmarks.run $(if $(BENCH),--only $(BENCH),)
 
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
 lint: $(STAMP)
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
 
 clean:
-	rm -rf $(VENV) .demo .pytest_cache .ruff_cache .mypy_cache
+	rm -rf $(VENV) .demo .site .pytest_cache .ruff_cache .mypy_cache

@@ -11,17 +11,32 @@ from typing import TYPE_CHECKING
 from actionjournal._lazy import lazy_attributes, lazy_names
 
 if TYPE_CHECKING:
+    from actionjournal.chat.errors import (
+        ChatError as ChatError,
+    )
+    from actionjournal.chat.errors import (
+        ChatResponseError as ChatResponseError,
+    )
+    from actionjournal.chat.errors import (
+        ChatTimeoutError as ChatTimeoutError,
+    )
+    from actionjournal.chat.errors import (
+        ChatUnreachableError as ChatUnreachableError,
+    )
+    from actionjournal.chat.errors import (
+        StructuredOutputError as StructuredOutputError,
+    )
     from actionjournal.durable.agent import (
         Agent as Agent,
     )
     from actionjournal.durable.agent import (
         action as action,
     )
-    from actionjournal.durable.calls import (
-        current_call as current_call,
-    )
     from actionjournal.durable.config import (
         JournalConfig as JournalConfig,
+    )
+    from actionjournal.durable.effects import (
+        current_call as current_call,
     )
     from actionjournal.durable.errors import (
         ActionFailedError as ActionFailedError,
@@ -152,10 +167,16 @@ if TYPE_CHECKING:
     from actionjournal.operator.local import (
         LocalRunner as LocalRunner,
     )
+    from actionjournal.reconcilers.errors import (
+        RemoteAgentError as RemoteAgentError,
+    )
+    from actionjournal.reconcilers.errors import (
+        RemoteJobFailed as RemoteJobFailed,
+    )
 
 _LAZY = {
     "actionjournal.durable.agent": ("Agent", "action"),
-    "actionjournal.durable.calls": ("current_call",),
+    "actionjournal.durable.effects": ("current_call",),
     "actionjournal.durable.config": ("JournalConfig",),
     "actionjournal.durable.errors": (
         "ActionFailedError",
@@ -186,6 +207,14 @@ _LAZY = {
         "UnknownOutcomeError",
         "UnsupportedFormatError",
     ),
+    "actionjournal.chat.errors": (
+        "ChatError",
+        "ChatResponseError",
+        "ChatTimeoutError",
+        "ChatUnreachableError",
+        "StructuredOutputError",
+    ),
+    "actionjournal.reconcilers.errors": ("RemoteAgentError", "RemoteJobFailed"),
     "actionjournal.durable.events": ("Event", "InputEvent", "OutputEvent"),
     "actionjournal.durable.outcomes": (
         "CallInfo",

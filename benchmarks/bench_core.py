@@ -13,7 +13,8 @@ from pathlib import Path
 
 import msgspec
 
-from actionjournal.durable.calls import ActionCalls, CallOptions
+from actionjournal.durable.call_options import CallOptions
+from actionjournal.durable.calls import ActionCalls
 from actionjournal.durable.codec import RecordCodec
 from actionjournal.durable.config import JournalConfig
 from actionjournal.durable.records import CallFinished

@@ -218,6 +218,22 @@ ABOUT: dict[str, About] = {
         "3.4 and 5.1 on the same code",
         "ratio>=",
     ),
+    "ui.runs.first_page": About(
+        "ms to the first runs page (HTML over HTTP, from the real `actionjournal ui` process) on "
+        "a 1,000,000-record SQLite journal once its run index is built; the median of seven "
+        "requests",
+        "a raw `SELECT` of the same 50 runs' records from the journal, by key and seq on its "
+        "own key index",
+        "ratio<=",
+    ),
+    "ui.index.kafka": About(
+        "records/s the explorer's indexer reads (the tools' scan), folds into runs and writes "
+        "to its SQLite index from a Kafka journal (200,000 records, 4 partitions, 1,000 keys); "
+        "the median of three fresh builds",
+        "the recovery read of the same records: `read_key` of every key, a new store each time, "
+        "as after a restart; interleaved with ours",
+        "ratio>=",
+    ),
     "cleanup.plan.per_million": About(
         "seconds for `make_plan` to plan a cleanup over one million SQLite journal records "
         "(10,000 keys x 25 runs; decode every record, the per-key rule, the plan document)",

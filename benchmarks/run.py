@@ -25,6 +25,7 @@ from benchmarks import (
     bench_peer,
     bench_retry,
     bench_timers,
+    bench_ui,
     report,
 )
 from benchmarks.common import BenchContext, unavailable
@@ -40,6 +41,7 @@ MODULES = [
     bench_retry,
     bench_timers,
     bench_examples,
+    bench_ui,
 ]
 
 RESULTS = Path(__file__).parent / "results" / "latest.json"

@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from actionjournal import Agent, InputEvent, LocalRunner, OutputEvent, action
+import pytest
+
+from actionjournal import Agent, CleanupBoundaryError, InputEvent, LocalRunner, OutputEvent, action
+from actionjournal.stores import SqliteStore
 
 EXECUTED: list[tuple[str, Any]] = []
 _lock = threading.Lock()
@@ -112,3 +116,27 @@ def restore(store: Any, snapshot: Path) -> LocalRunner:
         return runner
 
     return asyncio.run(go())
+
+
+def build_sqlite(tmp: Path) -> tuple[Path, Scenario]:
+    """The scenario in the SQLite journal ``tmp/j.db`` (closed again); its path."""
+    store = SqliteStore(tmp / "j.db")
+    scenario = build(store, tmp)
+    store.close()
+    return tmp / "j.db", scenario
+
+
+def check_restores(
+    open_store: Callable[[], Any], scenario: Scenario, refused: str = ""
+) -> LocalRunner:
+    """After a cleanup for S: restoring S runs no durable call again and emits the runs after
+    it; restoring the older snapshot fails with CleanupBoundaryError (matching ``refused``)
+    before any call. Returns the runner restored from S."""
+    executed = len(EXECUTED)
+    runner = restore(open_store(), scenario.s)
+    assert len(EXECUTED) == executed, "a durable call ran again after cleanup"
+    assert len(runner.outputs) == len(HELD) + len(AFTER_S)
+    with pytest.raises(CleanupBoundaryError, match=refused):
+        restore(open_store(), scenario.old)
+    assert len(EXECUTED) == executed
+    return runner

@@ -25,8 +25,7 @@ Words:
 - ``excerpt of PATH``: an exemption for a block that shows part of a repository file
   that other tests run; each of its lines must be a line of that file, in order.
 
-A class statement whose header line ends with ``# continued`` adds its body to the class
-of that name that an earlier block of the sequence defined, as the page's reader takes it.
+A sequence runs as one script would: a reader pastes its blocks into one file, in order.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Chat models as durable calls: connections, ``ctx.chat``, and the event form.
 
-See docs/getting-started.md. A model's response is journaled like any durable call
+See docs/chat-models.md. A model's response is journaled like any durable call
 result, so after a failure it is replayed and the model is not asked again.
 """
 
@@ -26,14 +26,26 @@ if TYPE_CHECKING:
     from actionjournal.chat.calls import (
         parse as parse,
     )
+    from actionjournal.chat.errors import (
+        ChatError as ChatError,
+    )
+    from actionjournal.chat.errors import (
+        ChatResponseError as ChatResponseError,
+    )
+    from actionjournal.chat.errors import (
+        ChatTimeoutError as ChatTimeoutError,
+    )
+    from actionjournal.chat.errors import (
+        ChatUnreachableError as ChatUnreachableError,
+    )
+    from actionjournal.chat.errors import (
+        StructuredOutputError as StructuredOutputError,
+    )
     from actionjournal.chat.events import (
         ChatRequestEvent as ChatRequestEvent,
     )
     from actionjournal.chat.events import (
         ChatResponseEvent as ChatResponseEvent,
-    )
-    from actionjournal.chat.models import (
-        ChatError as ChatError,
     )
     from actionjournal.chat.models import (
         ChatModel as ChatModel,
@@ -45,22 +57,10 @@ if TYPE_CHECKING:
         ChatResponse as ChatResponse,
     )
     from actionjournal.chat.models import (
-        ChatResponseError as ChatResponseError,
-    )
-    from actionjournal.chat.models import (
-        ChatTimeoutError as ChatTimeoutError,
-    )
-    from actionjournal.chat.models import (
-        ChatUnreachableError as ChatUnreachableError,
-    )
-    from actionjournal.chat.models import (
         OllamaChat as OllamaChat,
     )
     from actionjournal.chat.models import (
         OpenAIChat as OpenAIChat,
-    )
-    from actionjournal.chat.models import (
-        StructuredOutputError as StructuredOutputError,
     )
     from actionjournal.chat.models import (
         ToolCall as ToolCall,
@@ -69,18 +69,20 @@ if TYPE_CHECKING:
 _LAZY = {
     "actionjournal.chat.agent": ("ChatAgent",),
     "actionjournal.chat.calls": ("chat", "chat_async", "chat_response_async", "parse"),
-    "actionjournal.chat.events": ("ChatRequestEvent", "ChatResponseEvent"),
-    "actionjournal.chat.models": (
+    "actionjournal.chat.errors": (
         "ChatError",
-        "ChatModel",
-        "ChatModelConfig",
-        "ChatResponse",
         "ChatResponseError",
         "ChatTimeoutError",
         "ChatUnreachableError",
+        "StructuredOutputError",
+    ),
+    "actionjournal.chat.events": ("ChatRequestEvent", "ChatResponseEvent"),
+    "actionjournal.chat.models": (
+        "ChatModel",
+        "ChatModelConfig",
+        "ChatResponse",
         "OllamaChat",
         "OpenAIChat",
-        "StructuredOutputError",
         "ToolCall",
     ),
 }

@@ -14,15 +14,10 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from actionjournal.chat.models import (
-    ChatModel,
-    ChatResponse,
-    Format,
-    Message,
-    StructuredOutputError,
-)
-from actionjournal.durable.calls import refuse_on_loop
+from actionjournal.chat.errors import StructuredOutputError
+from actionjournal.chat.models import ChatModel, ChatResponse, Format, Message
 from actionjournal.durable.context import CallContext
+from actionjournal.durable.effects import refuse_on_loop
 from actionjournal.durable.errors import ConfigurationError
 
 S = TypeVar("S", bound=BaseModel)

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from actionjournal.durable.calls import is_coroutine_function
+from actionjournal.durable.effects import is_coroutine_function
 from actionjournal.durable.events import Event, InputEvent, OutputEvent, event_type_of
 
 _ACTION_ATTR = "__actionjournal_action__"

@@ -50,11 +50,12 @@ def check_binds(
     fn: Callable[..., Any],
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
-    call: str,
+    where: tuple[str, str],
     options: Iterable[str],
 ) -> None:
     """Raise :class:`CallArgumentsError` naming the argument when ``fn(*args, **kwargs)``
-    would not bind; a keyword close to one of ``options`` is named as the option meant."""
+    would not bind; a keyword close to one of ``options`` is named as the option meant.
+    ``where``: the call's function id and its action's name, for the message."""
     if type(fn) is FunctionType and _fits(fn, len(args), kwargs):
         return
     signature = _signature(fn)
@@ -73,6 +74,7 @@ def check_binds(
                 hint = f" Did you mean the option `{close[0]}`? (`{name}` is not one of them)"
                 break
         raise CallArgumentsError(
-            f"{call} was refused before it ran, and nothing was journaled: its arguments do "
-            f"not fit {fn!r}'s signature {signature}: {exc}.{hint}"
+            f"durable call {where[0]} of action {where[1]} was refused before it ran, and "
+            f"nothing was journaled: its arguments do not fit {fn!r}'s signature "
+            f"{signature}: {exc}.{hint}"
         ) from None

@@ -1,33 +1,37 @@
 """Durable calls of one action execution: execute once, journal, replay.
 
-The decision logic is written once, as a generator that yields effects
-(journal a record, invoke the function, ask the reconciler, wait). A sync and
-an async driver perform those effects, so ``durable_execute`` and
-``durable_execute_async`` cannot drift apart.
-
-One job, longer than 500 lines: the decision and its two drivers stay in one file so that
-a change to what a call does is read and made in one place, next to how it is performed.
+The decision is written once, as a generator that yields effects (journal a record, invoke
+the function, ask the reconciler, wait); the drivers in :mod:`actionjournal.durable.effects`
+perform them, blocking or on the event loop, so ``durable_execute`` and
+``durable_execute_async`` cannot drift apart. A call is fixed when it is made, as one
+:class:`~actionjournal.durable.call_options.Call`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
-import contextvars
-import dataclasses
 import functools
-import inspect
 import logging
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Generator
-from dataclasses import dataclass
-from types import FunctionType
+from collections.abc import Callable, Coroutine, Generator
 from typing import Any
 
-import msgspec
-
 from actionjournal.durable.binding import check_binds
-from actionjournal.durable.config import JournalConfig, UnknownOutcomePolicy
+from actionjournal.durable.call_options import OPTIONS, Call, CallHead, CallOptions, Named
+from actionjournal.durable.config import JournalConfig
+from actionjournal.durable.effects import (
+    AwaitCancel,
+    Effect,
+    Invoke,
+    Reconcile,
+    Sleep,
+    Write,
+    drive_async,
+    drive_sync,
+    is_coroutine_function,
+    loop_waits,
+    refuse_on_loop,
+)
 from actionjournal.durable.error_records import capture_error, rebuild_error
 from actionjournal.durable.errors import (
     ConfigurationError,
@@ -50,170 +54,16 @@ from actionjournal.durable.records import (
     CallFinished,
     CallsDropped,
     CallStarted,
-    JournalRecord,
+    ErrorInfo,
 )
 from actionjournal.durable.replay import RecordedAction, RecordedCall
-from actionjournal.durable.retry import RetryPolicy
 from actionjournal.durable.stats import JournalMetrics
 from actionjournal.durable.values import ValueCodec, type_name
 from actionjournal.durable.writer import RunWriter
 
 log = logging.getLogger(__name__)
 
-Reconciler = Callable[[CallInfo], Any]  # returns an Outcome, or an awaitable of one
-
-# A call being reconciled, or the _Invoke of one running (its CallInfo made when asked for).
-_current_call: contextvars.ContextVar[CallInfo | _Invoke | None] = contextvars.ContextVar(
-    "actionjournal_current_call", default=None
-)
-
-
-# Set in a worker thread whose caller, an action's event loop, waits on it blocked: a blocking
-# call made there must not hand an async reconciler to that loop (it would wait forever).
-_loop_waits: contextvars.ContextVar[bool] = contextvars.ContextVar(
-    "actionjournal_loop_waits", default=False
-)
-
-
-def call_for_blocked_loop(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """``fn(*args, **kwargs)`` in a worker thread while the calling thread, an event loop's,
-    waits for it: how a blocking durable call made in an ``async def`` action runs where such
-    calls are allowed (the Flink Agents face). Every run on that loop waits meanwhile."""
-
-    def run() -> Any:
-        _loop_waits.set(True)
-        return fn(*args, **kwargs)
-
-    with concurrent.futures.ThreadPoolExecutor(1, "actionjournal-blocking-call") as pool:
-        return pool.submit(contextvars.copy_context().run, run).result()
-
-
-def current_call() -> CallInfo | None:
-    """The durable call running or being reconciled in this context (its ``call_id`` is the
-    idempotency key)."""
-    call = _current_call.get()
-    return call.info() if isinstance(call, _Invoke) else call
-
-
-def is_coroutine_function(fn: Any) -> bool:
-    """``inspect.iscoroutinefunction`` that also sees through staticmethod, classmethod,
-    bound methods, ``functools.partial`` and objects with an ``async def __call__``."""
-    if type(fn) is FunctionType:  # the common case, answered directly
-        return bool(fn.__code__.co_flags & inspect.CO_COROUTINE)
-    while True:
-        if isinstance(fn, functools.partial):
-            fn = fn.func
-        elif isinstance(fn, (staticmethod, classmethod)) or inspect.ismethod(fn):
-            fn = fn.__func__
-        else:
-            break
-    call = getattr(type(fn), "__call__", None)  # noqa: B004 - the method of a callable object
-    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(call)
-
-
-def refuse_on_loop(what: str, instead: str) -> None:
-    """Blocking ``what`` on a running event loop would stall every run on it: refuse it."""
-    if asyncio._get_running_loop() is None:  # get_running_loop() raises, which costs more
-        return
-    raise TypeError(
-        f"{what} blocks until it is done, which would stall every run on this event loop: in "
-        f"an `async def` action use {instead}"
-    )
-
-
 _CANCELLED = type_name(asyncio.CancelledError)
-
-
-# Effects the decision generator asks a driver to perform. Plain classes with slots: one or
-# two are made per durable call, and a frozen dataclass costs several times as much to make.
-class _Write:
-    __slots__ = ("context", "record", "reserved", "writer")
-
-    def __init__(self, writer: RunWriter, record: JournalRecord, context: str) -> None:
-        self.writer = writer
-        self.record = record
-        self.context = context  # what the caller is told when the append fails
-        self.reserved = False  # the run's length budget counted it before the call ran
-
-
-class _Invoke:
-    """Run the function. Its :class:`CallInfo` is made only when asked for (``current_call``):
-    most functions never ask, and making one costs more than the rest of the effect."""
-
-    __slots__ = ("_info", "args", "attempt", "calls", "cid", "fid", "fn", "kwargs", "opts")
-
-    def __init__(
-        self,
-        calls: ActionCalls,
-        fn: Callable[..., Any],
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        opts: CallOptions,
-        fid: str,
-        cid: str,
-        attempt: int,
-    ) -> None:
-        self.calls, self.fn, self.args, self.kwargs = calls, fn, args, kwargs
-        self.opts, self.fid, self.cid, self.attempt = opts, fid, cid, attempt
-        self._info: CallInfo | None = None
-
-    def info(self) -> CallInfo:
-        if self._info is None:
-            self._info = self.calls._info(
-                self.cid, self.opts, self.fid, self.args, self.kwargs, self.attempt
-            )
-        return self._info
-
-    def run(self) -> Any:
-        """Call the function, on the thread it runs on: checked there, since a call made just
-        before the journal refused a write may have waited for a thread since."""
-        health = self.calls.writer.health
-        if health is not None:
-            health.check(f"durable call {self.fid} (call id {self.cid})")
-        return self.fn(*self.args, **self.kwargs)
-
-
-class _Reconcile:
-    __slots__ = ("info", "reconciler")
-
-    def __init__(self, reconciler: Reconciler, info: CallInfo) -> None:
-        self.reconciler = reconciler
-        self.info = info
-
-
-class _Sleep:
-    __slots__ = ("seconds",)
-
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
-
-
-class _AwaitCancel:
-    """Replay of a call its action cancelled: wait until the action cancels it again."""
-
-    __slots__ = ("what",)
-
-    def __init__(self, what: str) -> None:
-        self.what = what  # names the call if it cannot wait (a blocking call)
-
-
-_Effect = _Write | _Invoke | _Reconcile | _Sleep | _AwaitCancel
-
-
-@dataclass(frozen=True)
-class CallOptions:
-    """A durable call's options (``ctx.durable_execute(fn, ..., durable_id=...)``)."""
-
-    durable_id: str | None = None
-    reconciler: Reconciler | None = None
-    on_unknown: UnknownOutcomePolicy | None = None
-    record_failures: bool = True
-    reconcile_timeout: float = 300.0
-    retry: RetryPolicy | None = None  # None: the job's journal.retry
-
-
-OPTIONS = tuple(f.name for f in dataclasses.fields(CallOptions))
-"""The option names of a durable call: a keyword close to one is named as the one meant."""
 
 
 class ActionCalls:
@@ -236,7 +86,8 @@ class ActionCalls:
     ) -> None:
         self.writer = writer
         self.redrive = redrive  # the run re-drives its dead letter number ``redrive`` (0: no)
-        self._failures: dict[int, str] = {}  # id(final failure) -> the call that raised it
+        # id(final failure) -> (the call that raised it, its call id)
+        self._failures: dict[int, tuple[str, str]] = {}
         self.action_id = action_id
         self.action_name = action_name
         self.recorded = recorded
@@ -246,15 +97,17 @@ class ActionCalls:
         self._next_index = 0
         w = writer
         self._call_id = call_ids(w.namespace, w.operator_uid, w.epoch, w.key_id, w.seq, action_id)
+        self._run_head: tuple[str, str, int, str, int, str] = (*w.run, action_id)
         try:
             self._task: asyncio.Task[Any] | None = asyncio.current_task()
             self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         except RuntimeError:
             self._task, self._loop = None, None
 
-    def failure_of(self, exc: BaseException) -> str | None:
+    def failure_of(self, exc: BaseException) -> tuple[str, str] | None:
         """Which durable call of this action raised ``exc`` (or an exception in its causes)
-        as its final outcome, e.g. "durable call mod:charge (call id ...)"; else ``None``."""
+        as its final outcome: how to say so (e.g. "durable call mod:charge (call id ...)")
+        and its call id; else ``None``."""
         seen: set[int] = set()
         current: BaseException | None = exc
         while current is not None and id(current) not in seen:
@@ -269,7 +122,7 @@ class ActionCalls:
         fn: Callable[..., Any],
         args: tuple[Any, ...],
         kwargs: dict[str, Any],
-        opts: CallOptions,
+        options: CallOptions,
     ) -> Any:
         if asyncio._get_running_loop() is not None:  # checked first: the message costs
             refuse_on_loop(
@@ -281,20 +134,20 @@ class ActionCalls:
                 f"{function_id(fn)} is a coroutine function: use "
                 "`await ctx.durable_execute_async(...)` for it"
             )
-        gen = self._decide(fn, args, kwargs, opts)  # the index is taken now, at invocation
-        return _drive_sync(gen, None if _loop_waits.get() else self._loop, self._task)
+        gen = self._decide(fn, args, kwargs, options)  # the index is taken now, at invocation
+        return drive_sync(gen, None if loop_waits() else self._loop, self._task)
 
     def execute_async(
         self,
         fn: Callable[..., Any],
         args: tuple[Any, ...],
         kwargs: dict[str, Any],
-        opts: CallOptions,
+        options: CallOptions,
     ) -> Coroutine[Any, Any, Any]:
         # A plain function returning a coroutine: the index is assigned when the call is
         # made, not when the coroutine first runs, so gather() and out-of-order awaits replay.
-        gen = self._decide(fn, args, kwargs, opts)
-        return _drive_async(gen)
+        gen = self._decide(fn, args, kwargs, options)
+        return drive_async(gen)
 
     # -- the decision, written once -------------------------------------------
 
@@ -303,46 +156,36 @@ class ActionCalls:
         fn: Callable[..., Any],
         args: tuple[Any, ...],
         kwargs: dict[str, Any],
-        opts: CallOptions,
-    ) -> Generator[_Effect, Any, Any]:
+        options: CallOptions,
+    ) -> Generator[Effect, Any, Any]:
+        """Fix the call now (its arguments bound, its position taken), then decide."""
         fid = function_id(fn)
-        self._check_binds(fn, fid, args, kwargs)  # before the index: a refused call is no call
+        # Before the index: a refused call is no call.
+        check_binds(fn, args, kwargs, (fid, self.action_name), OPTIONS)
         index = self._next_index
         self._next_index += 1
         digest = self._digest(fn, fid, args, kwargs)
-        identity = f"d:{opts.durable_id}" if opts.durable_id is not None else f"f:{fid}#{index}"
-        cid = self._call_id(identity)
-        policy = opts.on_unknown or ("reconcile" if opts.reconciler else self.config.on_unknown)
-        if policy == "reconcile" and opts.reconciler is None:
+        durable_id = options.durable_id
+        identity = f"d:{durable_id}" if durable_id is not None else f"f:{fid}#{index}"
+        call_id = self._call_id(identity)
+        policy = options.on_unknown or (
+            "reconcile" if options.reconciler else self.config.on_unknown
+        )
+        if policy == "reconcile" and options.reconciler is None:
             raise ConfigurationError(
                 f"durable call {fid} has on_unknown='reconcile' but no reconciler; pass "
                 "reconciler=... or register one for this function"
             )
-        return self._run(fn, args, kwargs, opts, index, fid, digest, cid, policy)
+        head: CallHead = (*self._run_head, index, call_id, fid, durable_id, digest)
+        call = Call(fn, args, kwargs, options, index, fid, digest, call_id, policy, head)
+        return self._run(call)
 
-    def _check_binds(
-        self, fn: Callable[..., Any], fid: str, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> None:
-        check_binds(fn, args, kwargs, f"durable call {fid} of action {self.action_name}", OPTIONS)
-
-    def _run(
-        self,
-        fn: Callable[..., Any],
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        opts: CallOptions,
-        index: int,
-        fid: str,
-        digest: str,
-        cid: str,
-        policy: str,
-    ) -> Generator[_Effect, Any, Any]:
+    def _run(self, call: Call) -> Generator[Effect, Any, Any]:
+        options = call.options
         attempt, round_start, retry_at = 0, 0, None
-        recorded = self.recorded.calls.get(index)
-        if recorded is not None and not self._matches(
-            recorded, fid, opts.durable_id, digest, args, kwargs
-        ):
-            yield from self._diverged(recorded, index, fid, opts.durable_id, digest)
+        recorded = self.recorded.calls.get(call.index)
+        if recorded is not None and not self._matches(recorded, call):
+            yield from self._diverged(recorded, call)
             recorded = None
         if recorded is not None and self._redriven(recorded):
             # A re-drive is an operator's decision to try again what failed before its dead
@@ -351,8 +194,9 @@ class ActionCalls:
         elif recorded is not None and recorded.finished is not None:
             self.metrics.call("replayed")  # never an execution, and no duration sample
             if recorded.finished.error is not None and recorded.finished.error.type == _CANCELLED:
-                yield _AwaitCancel(f"durable call {fid} #{index} of action {self.action_name}")
-            return self._replay(recorded.finished, f"durable call {fid} (call id {cid})")
+                what = f"durable call {call.function_id} #{call.index} of {self.action_name}"
+                yield AwaitCancel(what)
+            return self._replay(recorded.finished, call)
         # Started, no outcome (the process or the action stopped); or no record at all in a
         # run whose quarantined record may have been the call's start (see KeyJournal).
         elif (recorded is not None and recorded.unknown) or (
@@ -361,31 +205,16 @@ class ActionCalls:
             self.metrics.call("unknown")
             if recorded is not None:
                 attempt, round_start = recorded.next_attempt, recorded.round_start
-            if policy == "fail":
-                why = (
-                    "started, but its outcome was never journaled: the process stopped, or the "
-                    "action was stopped, while it ran"
-                    if recorded is not None
-                    else "has no record, but its run lost a record an operator quarantined "
-                    "(`actionjournal journal quarantine`), which may have been its start"
-                )
-                raise UnknownOutcomeError(
-                    f"durable call {fid} (call id {cid}, key {self.writer.key_id}, seq "
-                    f"{self.writer.seq}, action {self.action_name}) {why}. Its policy is "
-                    "on_unknown='fail'. Check the called system, then register a reconciler or "
-                    "set on_unknown='rerun'"
-                )
-            if policy == "reconcile":
-                assert opts.reconciler is not None
-                info = self._info(cid, opts, fid, args, kwargs, attempt)
-                settled = yield from self._reconcile(opts, info, index, fid, digest, cid)
+            if call.policy == "fail":
+                raise self._unknown(call, started=recorded is not None)
+            if call.policy == "reconcile":
+                settled = yield from self._reconcile(call, attempt)
                 if settled is not None:
                     return settled[0]
         elif recorded is not None and recorded.round_ended:  # record_failures=False
             attempt, round_start = recorded.next_attempt, recorded.round_start
-            if opts.reconciler is not None:  # the round's failures may have taken effect: ask
-                info = self._info(cid, opts, fid, args, kwargs, attempt)
-                settled = yield from self._reconcile(opts, info, index, fid, digest, cid)
+            if options.reconciler is not None:  # the round's failures may have taken effect
+                settled = yield from self._reconcile(call, attempt)
                 if settled is not None:
                     return settled[0]
         elif recorded is not None:  # a failed attempt to retry: resume where the backoff was
@@ -393,15 +222,16 @@ class ActionCalls:
             failed = recorded.failed
             assert failed is not None
             retry_at = failed.retry_at
-            limit = (opts.retry or self.config.retry).max_attempts
+            limit = (options.retry or self.config.retry).max_attempts
             if attempt - round_start >= limit:  # max_attempts was lowered since: none is left
-                yield from self._exhausted(opts, failed, fid, cid, attempt - round_start, limit)
+                yield from self._exhausted(call, failed, attempt - round_start, limit)
 
-        needs_start = opts.reconciler is not None or policy != "rerun"
+        needs_start = options.reconciler is not None or call.policy != "rerun"
         budget = self.writer.budget
+        health = self.writer.health
         held = 0  # records the run's length budget holds for this attempt (start, outcome)
 
-        def booked(write: _Write) -> _Write:
+        def booked(write: Write) -> Write:
             """``write`` takes one of the records reserved for this attempt, if any is left."""
             nonlocal held
             if held:
@@ -410,48 +240,34 @@ class ActionCalls:
 
         while True:
             started = time.time()
-            finish = functools.partial(self._finish, index, fid, digest, cid, opts, started)
             try:
                 if retry_at is not None:
                     wait = max(0.0, retry_at - time.time())
                     if wait > 0:
-                        yield _Sleep(wait)
+                        yield Sleep(wait)
                     self.metrics.retry(wait)
-                if self.writer.health is not None:  # a journal that refused a write: stop
-                    self.writer.health.check(f"durable call {fid} (call id {cid})")
+                if health is not None and health.failure is not None:  # no call starts
+                    health.check(call.name)
                 if budget is not None:  # room for the outcome before the call runs
                     held = 2 if needs_start else 1
-                    budget.reserve(held, f"durable call {fid} (call id {cid})")
+                    budget.reserve(held, call)
                 if needs_start:
+                    record = CallStarted(*call.head, attempt, started, self.writer.action or "")
+                    context = f"durable call {call.function_id} was not started: its "
                     yield booked(
-                        _Write(
-                            self.writer,
-                            self.writer.build(
-                                CallStarted,
-                                action_id=self.action_id,
-                                index=index,
-                                call_id=cid,
-                                function_id=fid,
-                                durable_id=opts.durable_id,
-                                arg_digest=digest,
-                                attempt=attempt,
-                                at=started,
-                            ),
-                            f"durable call {fid} was not started: its CallStarted was not "
-                            "journaled",
-                        )
+                        Write(self.writer, record, context + "CallStarted was not journaled")
                     )
             except asyncio.CancelledError as exc:  # before it ran (in its backoff, or starting)
                 if not self._action_stopping():
-                    yield booked(finish(None, exc, attempt))
+                    yield booked(self._finish(call, started, None, exc, attempt))
                 raise
             clock = time.perf_counter()
             try:
-                value = yield _Invoke(self, fn, args, kwargs, opts, fid, cid, attempt)
+                value = yield Invoke(call, attempt, self._info, health)
             except asyncio.CancelledError as exc:
                 self.metrics.call_executed(time.perf_counter() - clock)
                 if not self._action_stopping():  # the action cancelled it: journal what happened
-                    yield booked(finish(None, exc, attempt))
+                    yield booked(self._finish(call, started, None, exc, attempt))
                 raise
             except JournalUnavailableError:  # refused before it ran: nothing to journal
                 if budget is not None:
@@ -460,191 +276,186 @@ class ActionCalls:
             except Exception as exc:
                 self.metrics.call_executed(time.perf_counter() - clock)
                 tries = attempt - round_start + 1
-                retry = opts.retry or self.config.retry
+                retry = options.retry or self.config.retry
                 if tries < retry.max_attempts and retry.retries(exc):
                     wait = retry.wait(tries)
                     retry_at = time.time() + wait
-                    yield booked(
-                        self._attempt_failed(index, fid, digest, cid, opts, attempt, exc, retry_at)
-                    )
+                    yield booked(self._attempt_failed(call, attempt, exc, retry_at))
                     self.metrics.attempt("retried")
                     log.warning(
-                        "durable call %s (call id %s) attempt %d of %d failed with %r; the next "
-                        "attempt starts %.3g s after the failure",
-                        fid, cid, tries, retry.max_attempts, exc, wait,
+                        "%s attempt %d of %d failed with %r; the next attempt starts %.3g s "
+                        "after the failure",
+                        call.name, tries, retry.max_attempts, exc, wait,
                     )  # fmt: skip
                     attempt += 1
                     continue
                 self.metrics.attempt("failed")
-                what = (
-                    f"durable call {fid} (call id {cid}), attempt {tries} of {retry.max_attempts}"
-                )
+                what = f"{call.name}, attempt {tries} of {retry.max_attempts}"
                 why = "the last attempt" if retry.retries(exc) else "not retryable"
-                if opts.record_failures:
-                    yield booked(finish(None, exc, attempt))
-                    self._failures[id(exc)] = f"{what} ({why}: journaled as its final outcome)"
+                if options.record_failures:
+                    yield booked(self._finish(call, started, None, exc, attempt))
+                    self._failed(exc, call, f"{what} ({why}: journaled as its final outcome)")
                 else:
                     # The round's end, journaled when anything of the round is (an earlier
                     # attempt, or this one's start): the next try of the run starts a new round.
                     if attempt > round_start or needs_start:
-                        yield booked(
-                            self._attempt_failed(index, fid, digest, cid, opts, attempt, exc, None)
-                        )
+                        yield booked(self._attempt_failed(call, attempt, exc, None))
                     elif budget is not None:
                         budget.release(held)
-                    self._failures[id(exc)] = (
+                    self._failed(
+                        exc,
+                        call,
                         f"{what} ({why}; not journaled, record_failures=False: it runs again "
-                        "when the run does)"
+                        "when the run does)",
                     )
                 raise
             self.metrics.call_executed(time.perf_counter() - clock, succeeded=True)
             # Journal the result; one the journal cannot hold is the call's final failure
             # instead (journaled, so a replay raises it and never runs the call again).
             try:
-                data, value = self.values.roundtrip(
-                    value, f"result of durable call {fid} (call id {cid})"
-                )
-                yield booked(finish(data, None, attempt))
+                data, value = self.values.roundtrip(value, Named("result of ", call))
+                yield booked(self._finish(call, started, data, None, attempt))
             except EncodingError as exc:  # too large for the journal, or a type it cannot hold
-                yield booked(finish(None, exc, attempt))
-                self._failures[id(exc)] = (
-                    f"durable call {fid} (call id {cid}) returned, but its result cannot be "
-                    "journaled, which is journaled as the call's final outcome: it is not run "
-                    "again;"
+                yield booked(self._finish(call, started, None, exc, attempt))
+                self._failed(
+                    exc,
+                    call,
+                    f"{call.name} returned, but its result cannot be journaled, which is "
+                    "journaled as the call's final outcome: it is not run again;",
                 )
                 raise
             return value
 
-    def _exhausted(
-        self,
-        opts: CallOptions,
-        failed: CallAttemptFailed,
-        fid: str,
-        cid: str,
-        tries: int,
-        limit: int,
-    ) -> Generator[_Effect, Any, None]:
-        """A call resumed after ``tries`` journaled attempts with ``max_attempts`` lowered to
-        ``limit`` since: no attempt is left, so its last failure ends the round without
-        running it (journaled as its final outcome, or with ``record_failures=False`` as the
-        round's end)."""
-        self.metrics.attempt("failed")
-        if opts.record_failures:
-            record: JournalRecord = msgspec.structs.replace(
-                self._finish(
-                    failed.index, fid, failed.arg_digest, cid, opts, time.time(), None, None,
-                    failed.attempt,
-                ).record,
-                error=failed.error,
-            )  # fmt: skip
-            outcome = "journaled as its final outcome"
-        else:
-            record = msgspec.structs.replace(failed, retry_at=None, at=time.time())
-            outcome = "not journaled as final (record_failures=False): the next try of the run "
-            outcome += "starts a new round"
-        yield _Write(
-            self.writer,
-            record,
-            f"durable call {fid} (call id {cid}) has no attempt left, and that was not journaled",
-        )
-        error = rebuild_error(self.values, failed.error)
-        self._failures[id(error)] = (
-            f"durable call {fid} (call id {cid}), not run again: {tries} attempts are journaled "
-            f"and max_attempts is {limit} now; its last failure is {outcome};"
-        )
-        raise error
+    # -- what the decision journals and raises ---------------------------------------
 
-    def _info(
-        self,
-        cid: str,
-        opts: CallOptions,
-        fid: str,
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        attempt: int,
-    ) -> CallInfo:
+    def _info(self, call: Call, attempt: int) -> CallInfo:
         w = self.writer
         return CallInfo(
-            cid, opts.durable_id, fid, args, kwargs, attempt, w.key_id, w.seq, self.action_name
+            call.call_id,
+            call.options.durable_id,
+            call.function_id,
+            call.args,
+            call.kwargs,
+            attempt,
+            w.key_id,
+            w.seq,
+            self.action_name,
         )
-
-    def _attempt_failed(
-        self,
-        index: int,
-        fid: str,
-        digest: str,
-        cid: str,
-        opts: CallOptions,
-        attempt: int,
-        exc: BaseException,
-        retry_at: float | None,
-    ) -> _Write:
-        record = self.writer.build(
-            CallAttemptFailed,
-            action_id=self.action_id,
-            index=index,
-            call_id=cid,
-            function_id=fid,
-            durable_id=opts.durable_id,
-            arg_digest=digest,
-            attempt=attempt,
-            error=capture_error(self.values, exc),
-            at=time.time(),
-            retry_at=retry_at,
-        )
-        return _Write(
-            self.writer,
-            record,
-            f"attempt {attempt + 1} of durable call {fid} (call id {cid}) failed ({exc!r}) and "
-            "the failure was not journaled, so it is not retried",
-        )
-
-    def _redriven(self, recorded: RecordedCall) -> bool:
-        """Whether this run re-drives a dead letter journaled after the call's last failure."""
-        failed = recorded.failed is not None or (
-            recorded.finished is not None and recorded.finished.error is not None
-        )
-        return failed and not recorded.unknown and self.redrive > recorded.dead_letters
 
     def _finish(
         self,
-        index: int,
-        fid: str,
-        digest: str,
-        cid: str,
-        opts: CallOptions,
+        call: Call,
         started: float,
         data: bytes | None,
         exc: BaseException | None,
         attempt: int = 0,
         reconciled: bool = False,
-    ) -> _Write:
+        error: ErrorInfo | None = None,
+    ) -> Write:
+        """The call's outcome: ``data`` (its value), or ``exc`` (or ``error``, recorded)."""
         now = time.time()
-        w = self.writer
+        if exc is not None:
+            error = capture_error(self.values, exc)
         # Positional: the record is made for every call, and msgspec matches keywords slowly.
         record = CallFinished(
-            *w.run,
-            self.action_id,
-            index,
-            cid,
-            fid,
-            opts.durable_id,
-            digest,
+            *call.head,
             data,  # value
-            capture_error(self.values, exc) if exc is not None else None,
+            error,
             now,  # at
             now - started,  # duration
             reconciled,
-            w.action or "",
+            self.writer.action or "",
             attempt,
         )
-        return _Write(
+        return Write(
             self.writer,
             record,
-            f"durable call {fid} (call id {cid}) ran, but its outcome was not journaled: the "
-            "action fails, and when the run runs again the call's reconciler or its on_unknown "
-            "policy settles it (with the default 'rerun', it runs again)",
+            f"{call.name} ran, but its outcome was not journaled: the action fails, and when "
+            "the run runs again the call's reconciler or its on_unknown policy settles it "
+            "(with the default 'rerun', it runs again)",
         )
+
+    def _attempt_failed(
+        self, call: Call, attempt: int, exc: BaseException, retry_at: float | None
+    ) -> Write:
+        error = capture_error(self.values, exc)
+        at = time.time()
+        record = CallAttemptFailed(
+            *call.head, attempt, error, at, retry_at, self.writer.action or ""
+        )
+        return Write(
+            self.writer,
+            record,
+            f"attempt {attempt + 1} of {call.name} failed ({exc!r}) and the failure was not "
+            "journaled, so it is not retried",
+        )
+
+    def _failed(self, exc: BaseException, call: Call, how: str) -> None:
+        """Remember that ``exc`` is ``call``'s final outcome, said as ``how``."""
+        self._failures[id(exc)] = (how, call.call_id)
+
+    def _where(self, call: Call) -> dict[str, Any]:
+        """The structured fields of an error about ``call``."""
+        w = self.writer
+        return {
+            "key_id": w.key_id,
+            "seq": w.seq,
+            "action": self.action_name,
+            "call_id": call.call_id,
+        }
+
+    def _unknown(self, call: Call, started: bool) -> UnknownOutcomeError:
+        why = (
+            "started, but its outcome was never journaled: the process stopped, or the action "
+            "was stopped, while it ran"
+            if started
+            else "has no record, but its run lost a record an operator quarantined "
+            "(`actionjournal journal quarantine`), which may have been its start"
+        )
+        w = self.writer
+        return UnknownOutcomeError(
+            f"durable call {call.function_id} (call id {call.call_id}, key {w.key_id}, seq "
+            f"{w.seq}, action {self.action_name}) {why}. Its policy is on_unknown='fail'. "
+            "Check the called system, then register a reconciler or set on_unknown='rerun'",
+            **self._where(call),
+        )
+
+    def _exhausted(
+        self, call: Call, failed: CallAttemptFailed, tries: int, limit: int
+    ) -> Generator[Effect, Any, None]:
+        """A call resumed after ``tries`` journaled attempts with ``max_attempts`` lowered to
+        ``limit`` since: no attempt is left, so its last failure ends the round without
+        running it (journaled as its final outcome, or with ``record_failures=False`` as the
+        round's end)."""
+        self.metrics.attempt("failed")
+        if call.options.record_failures:
+            write = self._finish(call, time.time(), None, None, failed.attempt, error=failed.error)
+            outcome = "journaled as its final outcome"
+        else:
+            record = CallAttemptFailed(
+                *call.head, failed.attempt, failed.error, time.time(), None, failed.action
+            )
+            write = Write(self.writer, record, "")
+            outcome = "not journaled as final (record_failures=False): the next try of the run "
+            outcome += "starts a new round"
+        write.context = f"{call.name} has no attempt left, and that was not journaled"
+        yield write
+        error = rebuild_error(self.values, failed.error)
+        self._failed(
+            error,
+            call,
+            f"{call.name}, not run again: {tries} attempts are journaled and max_attempts is "
+            f"{limit} now; its last failure is {outcome};",
+        )
+        raise error
+
+    def _redriven(self, recorded: RecordedCall) -> bool:
+        """Whether this run re-drives a dead letter journaled after the call's last failure."""
+        finished = recorded.finished
+        # A call that returned a value (after failed attempts or not) replays it; only its
+        # failure, final or of the last attempt before the dead letter, is tried again.
+        failed = finished.error is not None if finished is not None else recorded.failed is not None
+        return failed and not recorded.unknown and self.redrive > recorded.dead_letters
 
     def _digest(
         self, fn: Callable[..., Any], fid: str, args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -677,243 +488,100 @@ class ActionCalls:
             canonical(named[name], f"argument {name}= of durable call {fid} {hint}")
         raise refused
 
-    def _matches(
-        self,
-        recorded: RecordedCall,
-        fid: str,
-        durable_id: str | None,
-        digest: str,
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-    ) -> bool:
+    def _matches(self, recorded: RecordedCall, call: Call) -> bool:
         head = recorded.head
+        durable_id = call.options.durable_id
         if durable_id is not None or head.durable_id is not None:
             same_call = head.durable_id == durable_id
         else:
-            same_call = head.function_id == fid
+            same_call = head.function_id == call.function_id
         if is_legacy_digest(head.arg_digest):  # journaled by format 1: its digest of the time
-            return same_call and head.arg_digest == self.values.legacy_digest([list(args), kwargs])
-        return same_call and head.arg_digest == digest
+            legacy = self.values.legacy_digest([list(call.args), call.kwargs])
+            return same_call and head.arg_digest == legacy
+        return same_call and head.arg_digest == call.arg_digest
 
     def _action_stopping(self) -> bool:
         """Whether the action's own task is being cancelled (its run or the job stops)."""
         return self._task is not None and self._task.cancelling() > 0
 
-    def _diverged(
-        self, recorded: RecordedCall, index: int, fid: str, durable_id: str | None, digest: str
-    ) -> Generator[_Effect, Any, None]:
+    def _diverged(self, recorded: RecordedCall, call: Call) -> Generator[Effect, Any, None]:
         self.metrics.call("diverged")
         head = recorded.head
         detail = (
             f"recorded: function={head.function_id} durable_id={head.durable_id} "
-            f"args={head.arg_digest}; current: function={fid} durable_id={durable_id} "
-            f"args={digest}"
+            f"args={head.arg_digest}; current: function={call.function_id} "
+            f"durable_id={call.options.durable_id} args={call.arg_digest}"
         )
+        index = call.index
         if self.config.on_divergence == "fail":
             raise DivergenceError(
                 f"durable call #{index} of action {self.action_name} (key {self.writer.key_id}, "
                 f"seq {self.writer.seq}) differs from the journal: {detail}. The agent code or "
                 "its inputs changed since the journal was written; revert the change, or set "
-                "journal.on_divergence='rerun' to drop the recorded calls from this one on"
+                "journal.on_divergence='rerun' to drop the recorded calls from this one on",
+                **self._where(call),
             )
         self.recorded.calls = {i: c for i, c in self.recorded.calls.items() if i < index}
-        yield _Write(
+        yield Write(
             self.writer,
             self.writer.build(CallsDropped, action_id=self.action_id, index=index),
             f"recorded calls of action {self.action_name} from #{index} could not be dropped",
         )
 
-    def _reconcile(
-        self, opts: CallOptions, info: CallInfo, index: int, fid: str, digest: str, cid: str
-    ) -> Generator[_Effect, Any, tuple[Any] | None]:
+    def _reconcile(self, call: Call, attempt: int) -> Generator[Effect, Any, tuple[Any] | None]:
         """Ask the reconciler until it settles. ``(value,)`` when settled, ``None`` to run now."""
-        assert opts.reconciler is not None
-        deadline = time.monotonic() + opts.reconcile_timeout
+        reconciler = call.options.reconciler
+        assert reconciler is not None
+        info = self._info(call, attempt)
+        timeout = call.options.reconcile_timeout
+        deadline = time.monotonic() + timeout
         while True:
             try:
-                outcome = yield _Reconcile(opts.reconciler, info)
+                outcome = yield Reconcile(reconciler, info)
             except Exception as exc:
                 raise ReconcileError(
-                    f"reconciler of durable call {fid} (call id {cid}) raised {exc!r}; the call's "
-                    "outcome is still unknown and nothing was re-run. Fix the reconciler, or check "
-                    "the called system by hand"
+                    f"reconciler of {call.name} raised {exc!r}; the call's outcome is still "
+                    "unknown and nothing was re-run. Fix the reconciler, or check the called "
+                    "system by hand",
+                    **self._where(call),
                 ) from exc
             if isinstance(outcome, NotStarted):
                 return None
             if isinstance(outcome, Recovered):
                 self.metrics.call("reconciled")
-                data, value = self.values.roundtrip(outcome.value, f"recovered result of {fid}")
-                now = time.time()
-                yield self._finish(
-                    index, fid, digest, cid, opts, now, data, None, info.attempt, reconciled=True
-                )
+                what = f"recovered result of {call.function_id}"
+                data, value = self.values.roundtrip(outcome.value, what)
+                yield self._finish(call, time.time(), data, None, attempt, reconciled=True)
                 return (value,)
             if isinstance(outcome, Failed):
                 self.metrics.call("reconciled")
-                now = time.time()
                 error = outcome.error
-                yield self._finish(
-                    index, fid, digest, cid, opts, now, None, error, info.attempt, reconciled=True
-                )
-                self._failures[id(error)] = (
-                    f"durable call {fid} (call id {cid}), settled by its reconciler as failed "
-                    "(journaled as its final outcome),"
+                yield self._finish(call, time.time(), None, error, attempt, reconciled=True)
+                self._failed(
+                    error,
+                    call,
+                    f"{call.name}, settled by its reconciler as failed (journaled as its final "
+                    "outcome),",
                 )
                 raise error
             if not isinstance(outcome, StillRunning):
                 raise ReconcileError(
-                    f"reconciler of durable call {fid} returned {outcome!r}; it must return "
-                    "Recovered, Failed, NotStarted or StillRunning"
+                    f"reconciler of durable call {call.function_id} returned {outcome!r}; it "
+                    "must return Recovered, Failed, NotStarted or StillRunning",
+                    **self._where(call),
                 )
             if time.monotonic() + outcome.retry_after > deadline:
                 raise ReconcileError(
-                    f"durable call {fid} (call id {cid}) was still running after "
-                    f"{opts.reconcile_timeout:.0f} s of reconciling; raise reconcile_timeout or "
-                    "check the called system"
+                    f"{call.name} was still running after {timeout:.0f} s of reconciling; "
+                    "raise reconcile_timeout or check the called system",
+                    **self._where(call),
                 )
-            yield _Sleep(outcome.retry_after)
+            yield Sleep(outcome.retry_after)
 
-    def _replay(self, finished: CallFinished, what: str) -> Any:
+    def _replay(self, finished: CallFinished, call: Call) -> Any:
         if finished.error is not None:
             error = rebuild_error(self.values, finished.error)
-            self._failures[id(error)] = f"{what}, replaying its journaled failure,"
+            self._failed(error, call, f"{call.name}, replaying its journaled failure,")
             raise error
         assert finished.value is not None
         return self.values.decode(finished.value)
-
-
-# -- drivers -------------------------------------------------------------------
-
-
-def _drive_sync(
-    gen: Generator[_Effect, Any, Any],
-    loop: asyncio.AbstractEventLoop | None,
-    task: asyncio.Task[Any] | None = None,
-) -> Any:
-    """Perform effects blocking; never on an event loop (``execute`` refuses that).
-
-    An async reconciler runs on the action's ``loop`` while this thread waits.
-    """
-    send: Any = None
-    error: BaseException | None = None
-    while True:
-        try:
-            effect = gen.throw(error) if error is not None else gen.send(send)
-        except StopIteration as stop:
-            return stop.value
-        send, error = None, None
-        try:
-            if isinstance(effect, _Invoke):  # the common effects first
-                token = _current_call.set(effect)
-                try:
-                    send = effect.run()
-                finally:
-                    _current_call.reset(token)
-            elif isinstance(effect, _Write):
-                effect.writer.write(effect.record, effect.context, effect.reserved)
-            elif isinstance(effect, _Reconcile):
-                token = _current_call.set(effect.info)
-                try:
-                    send = effect.reconciler(effect.info)
-                    if inspect.isawaitable(send):
-                        send = _wait(send, loop)
-                finally:
-                    _current_call.reset(token)
-            elif isinstance(effect, _Sleep):
-                _sleep(effect.seconds, loop, task)
-            else:
-                raise DivergenceError(
-                    f"{effect.what} was cancelled by the action when it was journaled, which "
-                    "only an awaited call can be; it is now made with the blocking "
-                    "ctx.durable_execute. Make it with `await ctx.durable_execute_async(...)` "
-                    "again, as when it was journaled"
-                )
-        except BaseException as exc:
-            error = exc
-
-
-async def _drive_async(gen: Generator[_Effect, Any, Any]) -> Any:
-    """Perform effects on the event loop; whatever blocks runs in a worker thread."""
-    send: Any = None
-    error: BaseException | None = None
-    while True:
-        try:
-            effect = gen.throw(error) if error is not None else gen.send(send)
-        except StopIteration as stop:
-            return stop.value
-        send, error = None, None
-        try:
-            if isinstance(effect, _Invoke):  # the common effects first
-                token = _current_call.set(effect)
-                try:
-                    if is_coroutine_function(effect.fn):
-                        send = await effect.run()
-                    else:
-                        send = await asyncio.to_thread(effect.run)
-                        if inspect.isawaitable(send):
-                            send = await send
-                finally:
-                    _current_call.reset(token)
-            elif isinstance(effect, _Write):
-                await _append(effect)
-            elif isinstance(effect, _Reconcile):
-                token = _current_call.set(effect.info)
-                try:
-                    send = await _call(effect.reconciler, effect.info)
-                finally:
-                    _current_call.reset(token)
-            elif isinstance(effect, _Sleep):
-                await asyncio.sleep(effect.seconds)
-            else:
-                await asyncio.get_running_loop().create_future()  # until cancelled
-        except BaseException as exc:
-            error = exc
-
-
-async def _append(effect: _Write) -> None:
-    """Append in a worker thread. Cancelled meanwhile, it still waits for the append to end
-    (a thread cannot be stopped), so the journal's order is the order of the effects."""
-    append = asyncio.ensure_future(
-        effect.writer.write_async(effect.record, effect.context, effect.reserved)
-    )
-    try:
-        await asyncio.shield(append)
-    except asyncio.CancelledError:
-        await asyncio.wait({append})
-        append.exception()  # a failed append is kept by the writer: its action fails
-        raise
-
-
-async def _call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """``fn(...)``: awaited here if it is async, else run in a worker thread (it may block)."""
-    if is_coroutine_function(fn):
-        result = fn(*args, **kwargs)
-    else:
-        result = await asyncio.to_thread(fn, *args, **kwargs)
-    if inspect.isawaitable(result):
-        result = await result
-    return result
-
-
-def _sleep(
-    seconds: float, loop: asyncio.AbstractEventLoop | None, task: asyncio.Task[Any] | None
-) -> None:
-    """``time.sleep`` in a worker thread that ends, raising CancelledError, as soon as the
-    action's task is cancelled or its loop stops: a backoff must not outlive its run."""
-    deadline = time.monotonic() + seconds
-    while (left := deadline - time.monotonic()) > 0:
-        time.sleep(min(left, 0.1))
-        if (task is not None and task.cancelling()) or (loop is not None and not loop.is_running()):
-            raise asyncio.CancelledError
-
-
-def _wait(awaitable: Awaitable[Any], loop: asyncio.AbstractEventLoop | None) -> Any:
-    """Run ``awaitable`` to its end from a thread without a loop: on the action's loop when
-    it runs (its clients live there), else on a loop of its own."""
-    if loop is not None and loop.is_running():
-        return asyncio.run_coroutine_threadsafe(_await(awaitable), loop).result()
-    return asyncio.run(_await(awaitable))
-
-
-async def _await(awaitable: Awaitable[Any]) -> Any:
-    return await awaitable

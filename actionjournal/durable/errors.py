@@ -1,10 +1,73 @@
-"""Errors a user can hit. Each says what happened, where, and what to do."""
+"""Errors a user can hit. Each says what happened, where, and what to do.
+
+Every error actionjournal raises is an :class:`ActionJournalError`. This module holds the
+core's; the chat models' (:mod:`actionjournal.chat.errors`) and the remote agent jobs'
+(:mod:`actionjournal.reconcilers.errors`) hold their layers'; all are exported from the
+top package (``from actionjournal import DivergenceError``)::
+
+    ActionJournalError                 key_id, seq, action, call_id: where, when known
+    ├── ConfigurationError             a setting or a call's option is invalid
+    │   └── CallArgumentsError         (also a TypeError) arguments do not fit the function
+    ├── RecordError                    a journal record could not be read (``where``)
+    │   ├── CorruptRecordError
+    │   ├── UnsupportedFormatError
+    │   ├── SignatureError
+    │   └── PickleDisabledError
+    ├── EncodingError                  a value cannot be journaled
+    │   └── PayloadTooLargeError
+    ├── RunJournalTooLongError         over journal.max_run_records
+    ├── StoreError                     the store failed; nothing was acknowledged
+    │   └── JournalWriteError          an append was not acknowledged
+    │       ├── JournalUnavailableError    not started: a write was refused before
+    │       └── RecordTooLargeError        (also a PayloadTooLargeError)
+    ├── RecoveryError                  restored state cannot be used with the journal
+    │   ├── MarkerMismatchError
+    │   ├── StoreRecreatedError
+    │   ├── DataLossError
+    │   └── CleanupBoundaryError
+    ├── DivergenceError                the code made another call than the journal holds
+    ├── UnknownOutcomeError            a call started, no outcome, on_unknown='fail'
+    ├── ReconcileError                 a reconciler raised or never settled
+    ├── RedriveError                   a dead letter cannot re-drive its run here
+    ├── ActionFailedError              an action raised; the run stops
+    ├── ContextClosedError             a context used after its action finished
+    ├── RecordedCallError              a journaled failure whose type cannot be rebuilt
+    ├── ChatError (chat)               ChatTimeoutError, ChatUnreachableError,
+    │                                  ChatResponseError, StructuredOutputError
+    └── RemoteJobFailed, RemoteAgentError (reconcilers)
+"""
 
 from __future__ import annotations
 
 
 class ActionJournalError(Exception):
-    """Base class of every error raised by actionjournal."""
+    """Base class of every error raised by actionjournal.
+
+    Errors about one run say where as attributes too, not only in their text: ``key_id``,
+    ``seq``, ``action`` and ``call_id`` (``None`` when not known or not about one).
+    """
+
+    key_id: str | None = None
+    seq: int | None = None
+    action: str | None = None
+    call_id: str | None = None
+
+    def __init__(
+        self,
+        *args: object,
+        key_id: str | None = None,
+        seq: int | None = None,
+        action: str | None = None,
+        call_id: str | None = None,
+    ) -> None:
+        super().__init__(*args)
+        # Only those given become instance attributes: a journaled error is rebuilt from its
+        # args and attributes, and one journaled before these existed must rebuild equal.
+        for name, value in (("key_id", key_id), ("seq", seq), ("action", action)):
+            if value is not None:
+                setattr(self, name, value)
+        if call_id is not None:
+            self.call_id = call_id
 
 
 class ConfigurationError(ActionJournalError):

@@ -72,7 +72,7 @@ class RunBudget:
         self._reserved = 0  # records reserved for durable calls running now, not yet written
         self._lock = threading.Lock()  # actions of one run append from several threads
 
-    def reserve(self, count: int, what: str) -> None:
+    def reserve(self, count: int, what: object) -> None:
         """Take ``count`` records now for what a durable call will journal (its start and its
         outcome) before the call runs: a call must never run when its outcome cannot be
         journaled. The reserved records are later written with ``take(record, reserved=True)``.

@@ -83,8 +83,11 @@ class Record(msgspec.Struct, frozen=True, array_like=True, tag=True):
     seq: int
 
 
-class CallStarted(Record, frozen=True, tag="cs"):
-    """Written and acknowledged before the function runs (reconciled or non-rerun calls)."""
+class CallRecord(Record, frozen=True):
+    """What every record of a durable call starts with, after its run's identity: its
+    action execution, its position there, and what identifies the call (its id, function,
+    ``durable_id`` and argument digest). Never journaled itself; the wire order of its
+    subclasses' fields is this base's, then their own (as in format 1)."""
 
     action_id: str
     index: int
@@ -92,20 +95,19 @@ class CallStarted(Record, frozen=True, tag="cs"):
     function_id: str
     durable_id: str | None
     arg_digest: str
+
+
+class CallStarted(CallRecord, frozen=True, tag="cs"):
+    """Written and acknowledged before the function runs (reconciled or non-rerun calls)."""
+
     attempt: int
     at: float
     action: str = ""  # the action's name ("" in records written before it was kept)
 
 
-class CallFinished(Record, frozen=True, tag="cf"):
+class CallFinished(CallRecord, frozen=True, tag="cf"):
     """A call's outcome: ``value`` (ValueCodec bytes; ``None`` encodes too) or ``error``."""
 
-    action_id: str
-    index: int
-    call_id: str
-    function_id: str
-    durable_id: str | None
-    arg_digest: str
     value: bytes | None
     error: ErrorInfo | None
     at: float
@@ -115,7 +117,7 @@ class CallFinished(Record, frozen=True, tag="cf"):
     attempt: int = 0  # the attempt that ended so (0: the first; 0 in records before retries)
 
 
-class CallAttemptFailed(Record, frozen=True, tag="ca"):
+class CallAttemptFailed(CallRecord, frozen=True, tag="ca"):
     """A failed attempt of a call that its retry policy retries.
 
     ``attempt`` counts from 0 (as :attr:`CallInfo.attempt`); the next attempt may start at
@@ -124,12 +126,6 @@ class CallAttemptFailed(Record, frozen=True, tag="ca"):
     (``record_failures=False`` ran out of attempts): the run's next try starts a new round.
     """
 
-    action_id: str
-    index: int
-    call_id: str
-    function_id: str
-    durable_id: str | None
-    arg_digest: str
     attempt: int
     error: ErrorInfo
     at: float

@@ -130,7 +130,7 @@ class ValueCodec:
 
     # -- values ---------------------------------------------------------------
 
-    def encode(self, value: Any, what: str = "value") -> bytes:
+    def encode(self, value: Any, what: object = "value") -> bytes:
         """Encode ``value``; ``what`` names it in errors (e.g. "result of my_mod:charge")."""
         data = self._encode(value, what, canonical=False)
         size = len(data)
@@ -140,7 +140,7 @@ class ValueCodec:
             self._guard(what, size)
         return data
 
-    def canonical(self, value: Any, what: str = "value") -> bytes:
+    def canonical(self, value: Any, what: object = "value") -> bytes:
         """Bytes for identities and digests: equal values give equal bytes in every process.
 
         Not meant to be decoded; types need not be reachable by name, only named.
@@ -161,7 +161,7 @@ class ValueCodec:
         except EncodingError:
             return None
 
-    def roundtrip(self, value: Any, what: str = "value") -> tuple[bytes, Any]:
+    def roundtrip(self, value: Any, what: object = "value") -> tuple[bytes, Any]:
         data = self.encode(value, what)
         return data, self.decode(data)
 
@@ -174,7 +174,7 @@ class ValueCodec:
             return None
         return hashlib.blake2b(data, digest_size=16).hexdigest()
 
-    def _encode(self, value: Any, what: str, canonical: bool) -> bytes:
+    def _encode(self, value: Any, what: object, canonical: bool) -> bytes:
         try:
             if _plain_data(value):  # the common case, encoded as it is (no extension type)
                 try:
@@ -191,7 +191,7 @@ class ValueCodec:
         except (TypeError, ValueError, OverflowError) as exc:  # e.g. an int beyond 64 bits
             raise EncodingError(f"cannot journal {what}{where()}: {exc}. {_SUPPORTED}") from None
 
-    def _guard(self, what: str, size: int) -> None:
+    def _guard(self, what: object, size: int) -> None:
         """``size`` is over a payload threshold: warn, or fail with PayloadTooLargeError."""
         if self.max_payload_bytes is not None and size > self.max_payload_bytes:
             if self.observer is not None:

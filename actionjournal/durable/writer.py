@@ -132,7 +132,7 @@ class RunWriter:
         )
 
     def write(self, record: JournalRecord, context: str = "", reserved: bool = False) -> Marker:
-        return self.write_all([record], context, reserved)[0]
+        return self.write_all((record,), context, reserved)[0]
 
     async def write_async(
         self, record: JournalRecord, context: str = "", reserved: bool = False
@@ -159,6 +159,7 @@ class RunWriter:
                 f"{self.key_id}, seq {self.seq}) had already finished, so nothing of it may be "
                 "journaled any more. Await every durable call before the action returns"
             )
+        lead: list[JournalRecord] = []
         if self.lead:
             with self._lead_lock:
                 lead, self.lead[:] = list(self.lead), []
@@ -170,7 +171,7 @@ class RunWriter:
             try:
                 if len(records) == 1:
                     return [self.store.append(records[0])]
-                return self.store.append_all(records)
+                return self.store.append_all(records)[len(lead) :]  # the caller's records
             except JournalWriteError as exc:
                 if self.health is not None:
                     self.health.refused(exc)

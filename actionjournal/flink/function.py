@@ -52,6 +52,7 @@ from pyflink.datastream.state import ValueStateDescriptor
 from pyflink.java_gateway import get_gateway
 from pyflink.version import __version__ as PYFLINK_VERSION
 
+from actionjournal.dev.java import guard_gateway
 from actionjournal.durable.agent import Agent
 from actionjournal.durable.codec import RecordCodec
 from actionjournal.durable.errors import ConfigurationError, CorruptRecordError
@@ -69,6 +70,8 @@ from actionjournal.stores.factory import open_store
 
 END_OF_TIME = 2**63 - 1  # an event-time timer here fires when a bounded input ends
 BUNDLE_SIZE = "python.fn-execution.bundle.size"
+# No Java: creating the job's environment says so in one line (what to install or set).
+guard_gateway()
 log = logging.getLogger(__name__)
 MAX_POLL_MS = 1000
 StoreFactory = Callable[[RecordCodec], Store]

@@ -271,7 +271,11 @@ def transaction_timeout_ms(bootstrap_servers: str) -> int:
     try:
         from confluent_kafka.admin import AdminClient, ConfigResource
 
-        admin = AdminClient({"bootstrap.servers": bootstrap_servers})
+        from actionjournal.stores.kafka.logs import client_logging
+
+        # librdkafka's own lines (a BGQUEUE line when the client goes) would reach stderr,
+        # in the middle of `flink run`'s output
+        admin = AdminClient({"bootstrap.servers": bootstrap_servers, **client_logging()})
         broker = next(iter(admin.list_topics(timeout=10).brokers))
         resource = ConfigResource(ConfigResource.Type.BROKER, str(broker))
         configs = admin.describe_configs([resource])[resource].result(timeout=10)

@@ -8,7 +8,8 @@ from datetime import datetime, timedelta
 from typing import Any, get_args
 
 from actionjournal.durable.agent import Agent
-from actionjournal.durable.calls import ActionCalls, CallOptions, Reconciler
+from actionjournal.durable.call_options import CallOptions, Reconciler
+from actionjournal.durable.calls import ActionCalls
 from actionjournal.durable.config import UnknownOutcomePolicy
 from actionjournal.durable.errors import ConfigurationError, ContextClosedError
 from actionjournal.durable.events import Event

@@ -22,7 +22,8 @@ class DeadLetter:
 
     ``error`` is the failure as the run reported it (it names the action and the durable
     call); ``error_type`` the dotted type of the exception at its root and
-    ``error_message`` that exception's own message (its ``str()``). ``partition`` and
+    ``error_message`` that exception's own message (its ``str()``); ``action`` and
+    ``call_id`` the failed action and durable call, when known. ``partition`` and
     ``position`` locate the run's final ``RunFailed`` record; both are ``None`` when the
     dead letter was handed out again after a restore (the record had been written before).
     ``number`` counts the run's dead letters: a re-drive that fails again gives number 2.
@@ -39,6 +40,8 @@ class DeadLetter:
     position: int | None = None
     number: int = 1
     error_message: str = ""
+    action: str | None = None  # the action that failed, when the run's error says
+    call_id: str | None = None  # the durable call whose final failure failed it, if one did
 
     def to_json(self) -> str:
         """One JSON object: readable fields, and ``data``, what :meth:`from_json` rebuilds the
@@ -50,6 +53,8 @@ class DeadLetter:
             "error": self.error,
             "error_type": self.error_type,
             "error_message": self.error_message,
+            "action": self.action,
+            "call_id": self.call_id,
             "when": self.when,
             "key_id": self.key_id,
             "partition": self.partition,
@@ -77,6 +82,8 @@ class DeadLetter:
             position=doc.get("position"),
             number=doc.get("number", 1),
             error_message=doc.get("error_message", ""),
+            action=doc.get("action"),
+            call_id=doc.get("call_id"),
         )
 
 

@@ -126,6 +126,8 @@ class RunFailures:
             error=str(exc),
             error_type=type_name(type(_root(exc))),
             error_message=_message(_root(exc)),
+            action=getattr(exc, "action", None),
+            call_id=getattr(exc, "call_id", None),
             when=time.time(),
             key_id=run.writer.key_id,
             partition=marker.partition,
@@ -179,11 +181,22 @@ class RunFailures:
             error=failed.error.message,
             error_type=_root_info(failed.error).type,
             error_message=_root_info(failed.error).message,
+            **self._where(failed.error),
             when=failed.at,
             key_id=key_id,
             number=recorded.dead_letters,
         )
         return RunResult([], {}, None, letter)
+
+    def _where(self, error: ErrorInfo) -> dict[str, Any]:
+        """The action and call id a journaled run failure recorded as its attributes."""
+        try:
+            state = self.env.values.decode(error.state) if error.state else {}
+        except ActionJournalError:
+            return {}
+        if not isinstance(state, dict):
+            return {}
+        return {name: state.get(name) for name in ("action", "call_id")}
 
     def refused(
         self, key: Any, key_id: str, seq: int, input_data: bytes, exc: RedriveError

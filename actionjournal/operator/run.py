@@ -151,7 +151,10 @@ class RunExecution:
                 "no longer has: renamed or removed since the journal was written, so its "
                 "journaled calls would run again under another name. Restore the action's name, "
                 "or set journal.on_divergence='rerun' to run this run's actions without the "
-                "journaled ones (calls they had made run again)"
+                "journaled ones (calls they had made run again)",
+                key_id=self.writer.key_id,
+                seq=self.seq,
+                action=missing,
             )
         log.warning(
             "%s: the journal holds action(s) %s that the agent no longer has; "
@@ -354,15 +357,23 @@ class RunExecution:
         self, action: str, exc: Exception, write_failure: Exception | None, calls: ActionCalls
     ) -> ActionFailedError:
         where = f"action {action} failed for key {self.key!r} seq {self.seq}"
+        fields: dict[str, Any] = {"key_id": self.writer.key_id, "seq": self.seq, "action": action}
         if write_failure is not None:
             return ActionFailedError(
                 f"{where}: a journal write of the action failed ({write_failure}); the action "
                 "fails even if its code caught that error, so nothing of it is journaled as "
-                f"completed. {self.consequence}"
+                f"completed. {self.consequence}",
+                **fields,
             )
         raised = calls.failure_of(exc)
-        detail = f"{raised} raised {_described(exc)}" if raised else _described(exc)
-        return ActionFailedError(f"{where}: {detail}. {self.consequence}")
+        if raised is None:
+            return ActionFailedError(f"{where}: {_described(exc)}. {self.consequence}", **fields)
+        how, call_id = raised
+        return ActionFailedError(
+            f"{where}: {how} raised {_described(exc)}. {self.consequence}",
+            **fields,
+            call_id=call_id,
+        )
 
 
 def _described(exc: Exception) -> str:

@@ -31,6 +31,12 @@ if TYPE_CHECKING:
     from actionjournal.durable.outcomes import (
         StillRunning as StillRunning,
     )
+    from actionjournal.reconcilers.errors import (
+        RemoteAgentError as RemoteAgentError,
+    )
+    from actionjournal.reconcilers.errors import (
+        RemoteJobFailed as RemoteJobFailed,
+    )
     from actionjournal.reconcilers.registry import (
         reconciled_by as reconciled_by,
     )
@@ -38,13 +44,7 @@ if TYPE_CHECKING:
         reconciler as reconciler,
     )
     from actionjournal.reconcilers.remote_job import (
-        RemoteAgentError as RemoteAgentError,
-    )
-    from actionjournal.reconcilers.remote_job import (
         RemoteAgentJob as RemoteAgentJob,
-    )
-    from actionjournal.reconcilers.remote_job import (
-        RemoteJobFailed as RemoteJobFailed,
     )
 
 _LAZY = {
@@ -56,12 +56,9 @@ _LAZY = {
         "Recovered",
         "StillRunning",
     ),
+    "actionjournal.reconcilers.errors": ("RemoteAgentError", "RemoteJobFailed"),
     "actionjournal.reconcilers.registry": ("reconciled_by", "reconciler"),
-    "actionjournal.reconcilers.remote_job": (
-        "RemoteAgentError",
-        "RemoteAgentJob",
-        "RemoteJobFailed",
-    ),
+    "actionjournal.reconcilers.remote_job": ("RemoteAgentJob",),
 }
 __all__ = lazy_names(_LAZY)
 __getattr__ = lazy_attributes(__name__, _LAZY)

@@ -8,7 +8,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from actionjournal.durable.agent import NAME_ATTR
-from actionjournal.durable.calls import Reconciler, is_coroutine_function
+from actionjournal.durable.call_options import Reconciler
+from actionjournal.durable.effects import is_coroutine_function
 from actionjournal.durable.errors import ConfigurationError
 from actionjournal.durable.outcomes import Failed, NotStarted, Outcome, Recovered, StillRunning
 

@@ -32,11 +32,11 @@ from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from actionjournal.durable.calls import current_call
 from actionjournal.durable.context import CallContext
-from actionjournal.durable.errors import ActionJournalError
+from actionjournal.durable.effects import current_call
 from actionjournal.durable.outcomes import CallInfo, Failed, NotStarted, Outcome, Recovered
 from actionjournal.durable.retry import RetryPolicy
+from actionjournal.reconcilers.errors import RemoteAgentError, RemoteJobFailed
 
 if TYPE_CHECKING:
     import httpx
@@ -47,35 +47,6 @@ EventHook = Callable[[str, str, Any], None]
 """``on_event(thread, event, data)``: every SSE event of a run, e.g. to forward progress."""
 
 _STATUSES = ("running", "completed", "failed", "not_started")
-
-
-class RemoteJobFailed(ActionJournalError):
-    """The remote run ended ``failed``; ``error`` is what the service said.
-
-    The run is over and is not posted again. Its ``args`` are exactly
-    ``(agent, thread, error)`` so the journal can rebuild it on replay.
-    """
-
-    def __init__(self, agent: str, thread: str, error: Any) -> None:
-        super().__init__(agent, thread, error)
-        self.agent = agent
-        self.thread = thread
-        self.error = error
-
-    def __str__(self) -> str:
-        return (
-            f"remote agent {self.agent!r} failed on thread {self.thread}: {self.error}. "
-            "The run is over and will not be posted again; handle the failure in the action"
-        )
-
-
-class RemoteAgentError(ActionJournalError):
-    """The service could not be reached or answered something unexpected.
-
-    Says nothing about the run itself, which may still be going, so it is never
-    journaled as the call's outcome: after a restart the call is reconciled by
-    asking the service again.
-    """
 
 
 class RemoteAgentJob:

@@ -365,7 +365,7 @@ class SqliteStore(Cleanable):
         """Delete this namespace/operator's rows below ``position``, in short transactions.
 
         Rows of other namespaces and operators are never deleted. The file does not
-        shrink (SQLite reuses the freed pages); ``VACUUM`` it offline to give space back.
+        shrink (SQLite reuses the freed pages); ``cleanup apply --vacuum`` gives space back.
         """
         self._one_partition(partition)
         match = "namespace = ? AND operator_uid = ? AND pos < ?"

@@ -48,6 +48,12 @@ COMMANDS: dict[str, Node] = {
             "keys_parser",
             "the keys of a namespace with their runs and last activity",
         ),
+        "events": Command(
+            "actionjournal.tools.journal.events",
+            "main",
+            "parser",
+            "the journal's events with what led to each, as Flink Agents' Event Log (JSON lines)",
+        ),
         "quarantine": Command(
             "actionjournal.tools.journal.quarantine",
             "main",
@@ -62,7 +68,25 @@ COMMANDS: dict[str, Node] = {
             "dead_letters_parser",
             "the dead-lettered runs of a namespace: key, seq, error, when",
         ),
+        "redrive": Command(
+            "actionjournal.tools.ui.redrive",
+            "main",
+            "parser",
+            "produce a dead letter to the Kafka topic its job reads re-drives from",
+        ),
     },
+    "ui": Command(
+        "actionjournal.tools.ui.cli",
+        "main",
+        "parser",
+        "the journal explorer: runs, timelines, in flight, dead letters (docs/ui.md)",
+    ),
+    "plan": Command(
+        "actionjournal.tools.plan",
+        "main",
+        "parser",
+        "an agent's actions and events, as JSON, from its code (no JVM)",
+    ),
     "timers": {
         "list": Command(
             "actionjournal.tools.waits.cli",
@@ -91,6 +115,12 @@ COMMANDS: dict[str, Node] = {
             "apply_main",
             "apply_parser",
             "re-check the plan, journal its boundaries, then delete",
+        ),
+        "run": Command(
+            "actionjournal.tools.cleanup.cli",
+            "run_main",
+            "run_parser",
+            "plan and apply every DURATION, beside a job (docs/operations.md)",
         ),
     },
     "dev": {

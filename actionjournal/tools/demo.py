@@ -37,6 +37,7 @@ from actionjournal import (
     action,
     current_call,
 )
+from actionjournal.dev.java import missing_java
 from actionjournal.stores import SqliteStore
 from actionjournal.testing.crash import CrashingStore
 from actionjournal.testing.service import CountingService
@@ -283,6 +284,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.inputs < 1:
         raise UsageError("--inputs: give at least 1 ticket")
+    problem = None if args.local else missing_java()
+    if problem is not None:  # before anything starts or is written
+        raise ToolError(problem)
     prepare(args.dir)
     where = "the local runner" if args.local else "a PyFlink job"
     print(

@@ -8,6 +8,8 @@ shown decoded without pickle: reading a journal never runs code its bytes choose
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgspec
 
 from actionjournal.durable.records import RunCompleted, RunFailed
@@ -47,11 +49,12 @@ class DeadLetterDoc(msgspec.Struct):
     operator_uid: str
     epoch: int
     error_type: str
-    input: str  # a preview of the run's input (repr)
+    input: Any  # the run's input itself when JSON holds it as it is, else input_literal
     redriven: bool  # a re-drive completed the run since
     partition: int
     position: int
     key_literal: bool = False  # key is the Python literal of a key JSON cannot hold (a tuple)
+    input_literal: bool = False  # input is the Python literal of a value JSON cannot hold
 
 
 def dead_letters_parser() -> ArgumentParser:
@@ -75,7 +78,8 @@ def dead_letters_parser() -> ArgumentParser:
         "--json",
         action="store_true",
         help="a JSON list of objects with key, seq, error, when (and key_id, operator_uid, "
-        "epoch, error_type, input, redriven, partition, position), for scripts",
+        "epoch, error_type, input, redriven, partition, position, key_literal, "
+        "input_literal), for scripts",
     )
     add_progress_args(p)
     return p
@@ -104,7 +108,7 @@ def dead_letters_main(argv: list[str]) -> int:
                 f"{fmt_time(d.when)}  key {key} (key id {d.key_id[:12]}…) seq {d.seq}"
                 f"{'  [re-driven, completed]' if d.redriven else ''}\n"
                 f"    error: {d.error}\n"
-                f"    input: {d.input}\n"
+                f"    input: {_shown(d)}\n"
                 f"    at partition {d.partition} position {d.position} "
                 f"(operator {d.operator_uid}, epoch {d.epoch})"
             )
@@ -149,6 +153,7 @@ def _doc(
     while root.cause is not None:
         root = root.cause
     key, literal = _key(values, record.key) if record.key is not None else (record.key_id, False)
+    value, value_literal = _input(values, record.input)
     return DeadLetterDoc(
         key=key,
         key_literal=literal,
@@ -159,7 +164,8 @@ def _doc(
         operator_uid=operator_uid,
         epoch=record.epoch,
         error_type=root.type,
-        input=preview(values, record.input),
+        input=value,
+        input_literal=value_literal,
         redriven=False,
         partition=partition,
         position=position,
@@ -175,6 +181,27 @@ def _key(values: ValueCodec, data: bytes) -> tuple[str | int | float | bool, boo
     if isinstance(key, (str, int, float, bool)):
         return key, False
     return repr(key), True
+
+
+def _input(values: ValueCodec, data: bytes) -> tuple[Any, bool]:
+    """The input as it is when JSON holds it so (dicts, lists, strings, numbers), else its
+    literal and True."""
+    try:
+        value = values.decode(data)
+    except Exception:
+        return preview(values, data), True
+    try:
+        if msgspec.json.decode(msgspec.json.encode(value)) == value:
+            return value, False
+    except (TypeError, ValueError, msgspec.DecodeError):
+        pass
+    return repr(value), True
+
+
+def _shown(d: DeadLetterDoc) -> str:
+    """The input of the text listing: a one-line preview."""
+    text = d.input if d.input_literal else repr(d.input)
+    return text if len(text) <= _PREVIEW else text[: _PREVIEW - 1] + "…"
 
 
 def preview(values: ValueCodec, data: bytes) -> str:

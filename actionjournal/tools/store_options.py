@@ -41,8 +41,8 @@ _OPTIONS = {
     "request_timeout_s": "--timeout",
 }
 _USE = (
-    "use --store sqlite --path FILE, --store kafka --bootstrap HOST:PORT --topic TOPIC, or "
-    "--store fluss --bootstrap HOST:PORT --table TABLE [--database DB]"
+    "use --store sqlite --path FILE, --store kafka --bootstrap HOST:PORT [--topic TOPIC], or "
+    "--store fluss --bootstrap HOST:PORT [--table TABLE] [--database DB]"
 )
 
 
@@ -53,9 +53,16 @@ def add_store_args(parser: argparse.ArgumentParser, required: bool = True) -> No
     )
     group.add_argument("--path", help="sqlite: the journal file")
     group.add_argument("--bootstrap", help="kafka, fluss: bootstrap servers host:port[,...]")
-    group.add_argument("--topic", help="kafka: the journal topic")
-    group.add_argument("--database", help="fluss: the journal's database (default: actionjournal)")
-    group.add_argument("--table", help="fluss: the journal table")
+    group.add_argument(
+        "--topic", help=f"kafka: the journal topic (default: {_default(KafkaStoreConfig, 'topic')})"
+    )
+    group.add_argument(
+        "--database",
+        help=f"fluss: the journal's database (default: {_default(FlussStoreConfig, 'database')})",
+    )
+    group.add_argument(
+        "--table", help=f"fluss: the journal table (default: {_default(FlussStoreConfig, 'table')})"
+    )
     group.add_argument(
         "--client-config",
         action="append",
@@ -77,6 +84,11 @@ def add_store_args(parser: argparse.ArgumentParser, required: bool = True) -> No
         help="name of an environment variable holding journal.signing_key, if the job signs "
         "its journal (records are then verified, and cleanup's boundary records signed)",
     )
+
+
+def _default(kind: type[ToolStoreConfig], field: str) -> str:
+    """The store's own default, which a job that sets nothing journals to."""
+    return str(kind.model_fields[field].default)
 
 
 def _client_settings(args: argparse.Namespace) -> dict[str, str]:
@@ -132,23 +144,19 @@ def store_config(args: argparse.Namespace) -> ToolStoreConfig | None:
     if not args.bootstrap:
         raise UsageError(f"--store {backend} needs --bootstrap HOST:PORT")
     if backend == "kafka":
-        if not args.topic:
-            raise UsageError("--store kafka needs --topic TOPIC (the journal topic)")
         return _build(
             KafkaStoreConfig,
             bootstrap_servers=args.bootstrap,
-            topic=args.topic,
+            topic=args.topic or _default(KafkaStoreConfig, "topic"),
             create_topic=False,
             client_config=_client_settings(args),
             admin_timeout_s=args.timeout,
             recovery_cache_bytes=0,
         )
-    if not args.table:
-        raise UsageError("--store fluss needs --table TABLE (the journal table)")
     return _build(
         FlussStoreConfig,
         bootstrap_servers=args.bootstrap,
-        table=args.table,
+        table=args.table or _default(FlussStoreConfig, "table"),
         **({"database": args.database} if args.database else {}),
         create_table=False,
         client_config=_client_settings(args),
@@ -193,14 +201,20 @@ def describe(config: ToolStoreConfig) -> str:
     return f"Fluss table {config.database}.{config.table} on {config.bootstrap_servers}"
 
 
-def record_codec(args: argparse.Namespace) -> RecordCodec:
+def signing_key(args: argparse.Namespace) -> str | None:
+    """The job's ``journal.signing_key`` from the variable ``--signing-key-env`` names."""
     var = getattr(args, "signing_key_env", None)
     if not var:
-        return RecordCodec()
+        return None
     value = os.environ.get(var)
     if not value:
         raise UsageError(f"--signing-key-env {var}: the environment variable is not set")
-    return RecordCodec(value.encode())
+    return value
+
+
+def record_codec(args: argparse.Namespace) -> RecordCodec:
+    key = signing_key(args)
+    return RecordCodec(key.encode() if key else None)
 
 
 @contextlib.contextmanager

@@ -162,6 +162,26 @@ def seconds(text: str) -> float:
     return value
 
 
+_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def duration(text: str) -> float:
+    """An argparse type: a time span above 0, in seconds: ``90``, ``90s``, ``500ms``, ``5m``,
+    ``1h``, ``1d``."""
+    number = text.strip()
+    unit = next((u for u in ("ms", "s", "m", "h", "d") if number.endswith(u)), "s")
+    number = number.removesuffix(unit).strip()
+    try:
+        value = float(number) * _UNITS[unit]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a duration: give a number with a unit, e.g. 30s, 5m, 1h"
+        ) from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a duration above 0, e.g. 30s, 5m, 1h")
+    return value
+
+
 def positive_int(text: str) -> int:
     """An argparse type: an integer, at least 0."""
     try:

@@ -68,12 +68,18 @@ class Shell:
         return self.run(doc_block("env") + block, timeout, **variables)
 
 
+def private_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An ``ACTIONJOURNAL_CACHE`` whose jars are the shared ones and whose dev servers
+    (their state, work directories, clusters) are its own."""
+    cache = tmp_path_factory.mktemp("cache")
+    for shared in ("maven", "flink"):
+        (cache / shared).symlink_to(maven.cache_dir(shared), target_is_directory=True)
+    return cache
+
+
 @pytest.fixture(scope="session")
 def shell(tmp_path_factory: pytest.TempPathFactory) -> Shell:
-    cache = tmp_path_factory.mktemp("cache")
-    for shared in ("maven", "flink"):  # jars: shared; dev state and cluster: private
-        (cache / shared).symlink_to(maven.cache_dir(shared), target_is_directory=True)
-    return Shell(cache)
+    return Shell(private_cache(tmp_path_factory))
 
 
 @pytest.fixture(scope="session")

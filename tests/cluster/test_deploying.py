@@ -8,6 +8,9 @@ Each test submits real jobs (tens of seconds each on 2 cores), so there are few.
 
 from __future__ import annotations
 
+import os
+import re
+import subprocess
 import time
 import uuid
 from collections import Counter, defaultdict
@@ -17,7 +20,11 @@ import pytest
 
 from actionjournal.dev.process import alive, cmdline
 from actionjournal.testing.service import CountingService
+from tests import docs_shell
 from tests.cluster.conftest import (
+    BIN,
+    DOC,
+    ROOT,
     Shell,
     TopicReader,
     agent_taskmanagers,
@@ -25,6 +32,7 @@ from tests.cluster.conftest import (
     create_topics,
     doc_block,
     job_id,
+    private_cache,
     produce,
     savepoint_path,
     vertex_states,
@@ -48,10 +56,16 @@ def journal(store: str, tmp_path: Path) -> str:
     return f"kafka:journal-{uuid.uuid4().hex[:8]}"
 
 
-def job_args(bootstrap: str, topics: tuple[str, str], store: str, **extra: str) -> str:
-    """Options appended to the doc's command (argparse: the last occurrence wins)."""
-    args = {"--input": topics[0], "--output": topics[1], "--journal": store, **extra}
-    return " " + " ".join(f"{k} {v}" for k, v in args.items())
+def job_args(topics: tuple[str, str], store: str) -> dict[str, str]:
+    """The job's options of a test: its own topics and journal."""
+    return {"--input": topics[0], "--output": topics[1], "--journal": store}
+
+
+def with_args(block: str, args: dict[str, str]) -> str:
+    """The doc's ``flink run`` block with the test's job options instead of its journal."""
+    assert " --journal kafka:orders-journal " in block, block
+    options = " ".join(f"{k} {v}" for k, v in args.items())
+    return block.replace(" --journal kafka:orders-journal ", f" {options} ")
 
 
 def wait_for(reader: TopicReader, ids: set[int], timeout: float = 300) -> None:
@@ -78,6 +92,38 @@ def assert_memory_followed_keys(reader: TopicReader) -> None:
         assert [n for _, n in sorted(seen)] == list(range(1, len(seen) + 1)), key
 
 
+def test_the_page_runs_top_to_bottom(tmp_path_factory):
+    """docs/deploying.md pasted into a terminal as it stands: its own broker, cluster and
+    order service, 16 orders in and their results out, a savepoint, a restore at
+    parallelism 3, 16 more orders, every result and every call once, everything stopped.
+    Runs before the tests below start the session's cluster (one cluster at a time)."""
+    env = {**os.environ, "ACTIONJOURNAL_CACHE": str(private_cache(tmp_path_factory))}
+    for name in ("BOOTSTRAP", "SERVICE", "JOB_ID", "SAVEPOINT", "VIRTUAL_ENV"):
+        env.pop(name, None)  # the page defines each one it uses
+    page = docs_shell.steps(DOC)
+    try:
+        code, out = docs_shell.run(page, env, timeout=1800)
+    finally:  # what the page started, stopped even when it failed half-way
+        subprocess.run(
+            "actionjournal dev flink stop; python examples/kafka_orders/service.py stop; "
+            "actionjournal dev kafka stop",
+            shell=True,
+            cwd=ROOT,
+            env={**env, "PATH": f"{BIN}{os.pathsep}{env['PATH']}"},
+            capture_output=True,
+            timeout=300,
+        )
+    shown = zip(page[: len(out)], out, strict=True)  # the steps that ran (all, or to a failure)
+    ran = "".join(f"--- line {s.line}:\n{s.code}{o[-3000:]}" for s, o in shown)
+    assert code == 0 and len(out) == len(page), ran[-12000:]
+    everything = "".join(out)
+    assert "16 of 16 orders have their result; none twice" in everything
+    assert re.search(r"Savepoint completed\. Path: file:/\S+", everything)
+    assert "32 of 32 orders have their result; none twice" in everything
+    assert "64 calls executed, 64 executions; none twice" in everything
+    assert not (ROOT / ".orders-service.json").exists()
+
+
 # One store each keeps the suite within a few minutes: both run the same agent job.
 @pytest.mark.parametrize("store", ["kafka"])
 def test_taskmanager_killed_with_calls_in_flight(
@@ -93,9 +139,7 @@ def test_taskmanager_killed_with_calls_in_flight(
     job = None
     with CountingService(delay=0.2) as service:  # each call is in flight for 0.2 s
         try:
-            submit = doc_block("submit").rstrip() + job_args(
-                bootstrap, topics, journal(store, tmp_path)
-            )
+            submit = with_args(doc_block("submit"), job_args(topics, journal(store, tmp_path)))
             job = job_id(shell.flink(submit, BOOTSTRAP=bootstrap, SERVICE=service.url))
             produce(bootstrap, topics[0], before)
             wait_for(committed, {o["id"] for o in before})
@@ -163,14 +207,14 @@ def test_savepoints_restored_at_parallelism_3_then_1(
     batches = [orders(12 * b, 12) for b in range(4)]
     batches[0].append({"id": 1000, "customer": None, "item": "keyless"})  # warned, still runs
     ids = {o["id"] for batch in batches for o in batch}
-    args = job_args(bootstrap, topics, journal(store, tmp_path))
+    args = job_args(topics, journal(store, tmp_path))
     committed = reader(topics[1], "read_committed")
     parallelisms = []
     job = None
     with CountingService() as service:
         run = {"BOOTSTRAP": bootstrap, "SERVICE": service.url}
         try:
-            job = job_id(shell.flink(doc_block("submit").rstrip() + args, **run))
+            job = job_id(shell.flink(with_args(doc_block("submit"), args), **run))
             produce(bootstrap, topics[0], batches[0])
             wait_for(committed, {o["id"] for o in batches[0]})
             service.hold("charge")  # runs stay in flight, half done, until released
@@ -186,13 +230,11 @@ def test_savepoints_restored_at_parallelism_3_then_1(
                 stopped = shell.flink(doc_block("savepoint"), JOB_ID=job, **run)
                 service.release("charge")
                 service.wait_idle()
-                restore = (
-                    doc_block("restore")
-                    .rstrip()
-                    .replace("--parallelism 3", f"--parallelism {parallelism}")
+                restore = with_args(doc_block("restore"), args).replace(
+                    "--parallelism 3", f"--parallelism {parallelism}"
                 )
                 began = time.monotonic()
-                job = job_id(shell.flink(restore + args, SAVEPOINT=savepoint_path(stopped), **run))
+                job = job_id(shell.flink(restore, SAVEPOINT=savepoint_path(stopped), **run))
                 submitted = time.monotonic()
                 wait_running(cluster, job)
                 running = time.monotonic()

@@ -89,7 +89,7 @@ def test_parallel_sentiment_killed_between_branches_and_aggregation(tmp_path):
     ],
 )
 def test_example_scripts_run_against_the_local_servers(tmp_path, script, prefix, expect, last):
-    """As docs/getting-started.md runs them: no --dir, so their temp dir must be gone after."""
+    """As docs/chat-models.md runs them: no --dir, so their temp dir must be gone after."""
     temp = tmp_path / "tmp"
     temp.mkdir()
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "TMPDIR": str(temp)}  # no OLLAMA_HOST

@@ -12,8 +12,10 @@ import hashlib
 
 import msgspec
 
-from actionjournal.durable.calls import ActionCalls, CallOptions, current_call
+from actionjournal.durable.call_options import CallOptions
+from actionjournal.durable.calls import ActionCalls
 from actionjournal.durable.config import JournalConfig
+from actionjournal.durable.effects import current_call
 from actionjournal.durable.identity import function_id
 from actionjournal.durable.outcomes import CallInfo
 from actionjournal.durable.records import CallFinished

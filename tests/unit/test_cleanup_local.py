@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from actionjournal import LocalRunner
+from actionjournal import Agent, InputEvent, LocalRunner, action
 from actionjournal.durable.errors import CleanupBoundaryError
 from actionjournal.durable.identity import key_id
 from actionjournal.durable.records import (
@@ -28,6 +28,7 @@ from actionjournal.durable.writer import RunWriter
 from actionjournal.stores import MemoryStore, SqliteStore
 from actionjournal.tools import cleanup
 from actionjournal.tools.cleanup import document
+from actionjournal.tools.cleanup import vacuum as vacuum_module
 from actionjournal.tools.cli import main as cli
 from actionjournal.tools.toolkit import ToolError
 from tests import cleanup_scenario as sc
@@ -195,6 +196,22 @@ def test_checkpoint_directory_is_judged_by_its_metadata_time(journal, tmp_path):
     assert plan["state"]["metadata"].endswith("chk-7/_metadata")  # the oldest retained one
     assert plan["state"]["cutoff"] == pytest.approx(old - cleanup.DEFAULT_MARGIN_S)
     assert plan["partitions"][0]["delete_below"] is None  # the journal is younger than it
+
+
+def test_a_savepoint_path_as_flink_stop_prints_it_is_accepted(journal, tmp_path, capsys):
+    """``flink stop`` says ``Savepoint completed. Path: file:/...``: that text, pasted."""
+    path, _ = journal
+    savepoint = tmp_path / "savepoints" / "savepoint-1a2b3c-0123456789ab"
+    savepoint.mkdir(parents=True)
+    (savepoint / "_metadata").write_bytes(cleanup.FLINK_METADATA_MAGIC.to_bytes(4, "big") + b"x")
+    plan = ["cleanup", "plan", *sqlite_args(path), "--out", str(tmp_path / "plan.json")]
+    for given in (f"file:{savepoint}", f"file://{savepoint}", f"file://localhost{savepoint}"):
+        assert cli([*plan, "--checkpoint", given]) == 0, capsys.readouterr().err
+        written = json.loads((tmp_path / "plan.json").read_text())
+        assert written["state"]["metadata"] == str(savepoint / "_metadata")
+    assert cli([*plan, "--checkpoint", f"s3://bucket{savepoint}"]) == 1
+    error = capsys.readouterr().err
+    assert "this machine's file system" in error and "Traceback" not in error
 
 
 @pytest.mark.parametrize(
@@ -464,3 +481,37 @@ def test_restoring_state_that_never_saw_a_cleaned_key_is_refused(tmp_path):
     assert len(sc.EXECUTED) == executed, "a cleaned key's call ran again"
     runner = asyncio.run(fresh([("new", "n0")]))  # keys cleanup never touched run as usual
     assert len(runner.outputs) == 1
+
+
+class Bulky(Agent):
+    """Each run journals a 16 KiB call result: a journal that a cleanup makes mostly free."""
+
+    uid = "bulky"
+
+    @action(InputEvent)
+    def handle(self, event, ctx):
+        ctx.durable_execute(str.__mul__, "x", 16384)
+
+
+@pytest.mark.parametrize("vacuum", [False, True])
+def test_a_sqlite_cleanup_says_the_file_keeps_its_size_and_vacuum_shrinks_it(
+    tmp_path, capsys, vacuum
+):
+    path = tmp_path / "j.db"
+    asyncio.run(LocalRunner(Bulky(), SqliteStore(path)).run([("k", i) for i in range(200)]))
+    out = tmp_path / "plan.json"
+    assert cli(["cleanup", "plan", *sqlite_args(path), "--before", str(time.time() + 60),
+                "--safety-margin", "0", "--out", str(out)]) == 0  # fmt: skip
+    before = vacuum_module.file_size(path)
+    assert before > 3_000_000
+    capsys.readouterr()
+    assert cli(["cleanup", "apply", "--plan", str(out), *(["--vacuum"] if vacuum else [])]) == 0
+    printed = capsys.readouterr().out
+    after = vacuum_module.file_size(path)
+    if vacuum:
+        assert after < before / 10, (before, after)
+        assert f"vacuumed {path}: " in printed
+    else:
+        assert after >= before  # SQLite keeps the pages
+        assert f"SQLite journal {path} keeps its size" in printed and "--vacuum" in printed
+    assert len(rows(path)) < 10  # the last run stays (the key's estimated marker)

@@ -27,8 +27,11 @@ from actionjournal.stores import SqliteStore
 from actionjournal.tools import cli as cli_module
 from actionjournal.tools.cleanup import document
 from actionjournal.tools.cli import main as cli
+from actionjournal.tools.journal.cli import inspect_parser
+from actionjournal.tools.store_options import store_config
 from tests import cleanup_scenario as sc
 from tests import journals
+from tests.docs import ROOT
 
 pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 
@@ -110,6 +113,15 @@ J = ["journal", "inspect"]
 K = ["journal", "keys"]
 P = ["cleanup", "plan"]
 A = ["cleanup", "apply"]
+R = ["cleanup", "run"]
+
+
+def run(world, *options, snapshot=None):
+    """``cleanup run`` on the world's journal, with its snapshot (or a name of none)."""
+    state = str(world[snapshot]) if snapshot else "s"
+    return [*R, *sqlite(world["journal"]), "--snapshot", state, *options]
+
+
 Q = ["journal", "quarantine"]
 D = ["runs", "dead-letters"]
 
@@ -125,6 +137,16 @@ BAD_INPUTS = [
     ("not sqlite", lambda w: [*J, *sqlite(w["text"])], "file is not a database"),
     ("malformed page", lambda w: [*J, *sqlite(w["malformed"])], "malformed"),
     ("malformed page, keys", lambda w: [*K, *sqlite(w["malformed"])], "malformed"),
+    (
+        "malformed page, events",
+        lambda w: ["journal", "events", *sqlite(w["malformed"])],
+        "malformed",
+    ),
+    (
+        "events --out a file",
+        lambda w: ["journal", "events", *sqlite(w["journal"]), "--out", str(w["text"])],
+        "not a directory",
+    ),
     ("malformed page, dead letters", lambda w: [*D, *sqlite(w["malformed"])], "malformed"),
     ("bad --since, dead letters", lambda w: [*D, *sqlite(w["journal"]), "--since", "x"], "--since"),
     ("malformed page, timers", lambda w: ["timers", "list", *sqlite(w["malformed"])], "malformed"),
@@ -132,6 +154,31 @@ BAD_INPUTS = [
         "bad --status, signals",
         lambda w: ["signals", "list", *sqlite(w["journal"]), "--status", "lost"],
         "invalid choice: 'lost'",
+    ),
+    (
+        "ui off loopback without a token",
+        lambda w: ["ui", *sqlite(w["journal"]), "--host", "0.0.0.0"],
+        "give --token",
+    ),
+    ("ui, missing journal", lambda w: ["ui", *sqlite(w["missing"])], "no SQLite journal"),
+    ("plan of no agent", lambda w: ["plan", "actionjournal:Agentless"], "has no"),
+    ("plan without a colon", lambda w: ["plan", "shop"], "give MODULE:AGENT"),
+    (
+        "redrive, missing journal",
+        lambda w: [
+            "runs",
+            "redrive",
+            *sqlite(w["missing"]),
+            "--key-id",
+            "ab",
+            "--seq",
+            "0",
+            "--to-topic",
+            "t",
+            "--to-bootstrap",
+            "h:1",
+        ],
+        "no SQLite journal",
     ),
     (
         "malformed page, plan",
@@ -298,6 +345,33 @@ BAD_INPUTS = [
         "missing checkpoint",
         lambda w: [*P, *sqlite(w["journal"]), "--checkpoint", str(w["missing"])],
         "does not exist",
+    ),
+    ("run how often", lambda w: run(w), "--every DURATION"),
+    ("run every 0", lambda w: run(w, "--every", "0"), "give a duration above 0"),
+    ("run every soon", lambda w: run(w, "--every", "soon"), "'soon' is not a duration"),
+    (
+        "run without state",
+        lambda w: [*R, *sqlite(w["journal"]), "--every", "5m"],
+        "--snapshot FILE (a LocalRunner job) or --checkpoints DIR",
+    ),
+    ("run two kinds of state", lambda w: run(w, "--checkpoints", "c", "--once"), "not both"),
+    ("run once, twice", lambda w: run(w, "--once", "--max-rounds", "2"), "leave out --max-rounds"),
+    ("run port 7e4", lambda w: run(w, "--once", "--metrics-port", "7e4"), "not a whole number"),
+    ("run port 70000", lambda w: run(w, "--once", "--metrics-port", "70000"), "a port is 0 to"),
+    (
+        "run on fluss",
+        lambda w: [*R, "--store", "fluss", "--bootstrap", "h:1", "--snapshot", "s", "--once"],
+        "cleanup does not apply to Fluss journals",
+    ),
+    (
+        "run for another operator",
+        lambda w: run(w, "--every", "10ms", "--operator-uid", "agent-two", snapshot="snapshot"),
+        "not of operator 'agent-two'",
+    ),
+    (
+        "run once on a missing journal",
+        lambda w: [*R, *sqlite(w["missing"]), "--snapshot", str(w["snapshot"]), "--once"],
+        "round 1 failed: no SQLite journal",
     ),
     (
         "quarantine without position",
@@ -559,3 +633,25 @@ def test_an_unreachable_broker_is_one_error_line_naming_it():
     errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "127.0.0.1:1" in errors[0], done.stderr[-2000:]
     assert done.stderr.rstrip().splitlines()[-1] == errors[0]
+
+
+def test_the_journal_topic_and_table_default_to_the_stores_own():
+    """A job that sets no topic journals to the store's default one: so do the tools."""
+    pytest.importorskip("confluent_kafka")
+    done = subprocess.run(
+        [sys.executable, "-m", "actionjournal.tools.cli", *K, "--store", "kafka", "--bootstrap",
+         "127.0.0.1:1", "--timeout", "2"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 1 and "(describing topic actionjournal)" in done.stderr, done.stderr
+    args = inspect_parser().parse_args(["--store", "fluss", "--bootstrap", "h:1"])
+    config = store_config(args)
+    assert (config.database, config.table) == ("actionjournal", "action_state")
+
+
+def test_the_readme_lists_every_command():
+    summary = (ROOT / "README.md").read_text()
+    missing = [c for c in map(" ".join, _commands()) if f"| `actionjournal {c}` |" not in summary]
+    assert missing == [], "commands missing from README.md's command table"

@@ -23,6 +23,10 @@ def test_top_package_all_is_pinned_and_every_name_resolves():
         "Agent",
         "CallArgumentsError",
         "CallInfo",
+        "ChatError",
+        "ChatResponseError",
+        "ChatTimeoutError",
+        "ChatUnreachableError",
         "CleanupBoundaryError",
         "ConfigurationError",
         "ContextClosedError",
@@ -50,6 +54,8 @@ def test_top_package_all_is_pinned_and_every_name_resolves():
         "Recovered",
         "RecoveryError",
         "RedriveError",
+        "RemoteAgentError",
+        "RemoteJobFailed",
         "RetryPolicy",
         "RunJournalTooLongError",
         "RunnerContext",
@@ -61,6 +67,7 @@ def test_top_package_all_is_pinned_and_every_name_resolves():
         "StillRunning",
         "StoreError",
         "StoreRecreatedError",
+        "StructuredOutputError",
         "UnknownOutcomeError",
         "UnsupportedFormatError",
         "action",
@@ -71,17 +78,32 @@ def test_top_package_all_is_pinned_and_every_name_resolves():
 
 
 def test_every_public_error_is_exported_from_the_top_package():
-    defined = {
-        name
-        for name, value in vars(errors).items()
-        if isinstance(value, type)
-        and issubclass(value, errors.ActionJournalError)
-        and value.__module__ == errors.__name__
-        and not name.startswith("_")
-    }
-    assert defined - set(actionjournal.__all__) == set()
-    for name in defined:
-        assert getattr(actionjournal, name) is getattr(errors, name)
+    """One error module per layer; every error a user can catch is in the top package."""
+    import actionjournal.chat.errors as chat_errors
+    import actionjournal.reconcilers.errors as reconciler_errors
+
+    for module in (errors, chat_errors, reconciler_errors):
+        defined = {
+            name
+            for name, value in vars(module).items()
+            if isinstance(value, type)
+            and issubclass(value, errors.ActionJournalError)
+            and value.__module__ == module.__name__
+            and not name.startswith("_")
+        }
+        assert defined, module
+        assert defined - set(actionjournal.__all__) == set()
+        for name in defined:
+            assert getattr(actionjournal, name) is getattr(module, name)
+            assert name in (errors.__doc__ or ""), f"{name} is not drawn in the error tree"
+
+
+def test_errors_say_where_as_attributes_and_rebuild_equal_without_them():
+    error = errors.UnknownOutcomeError("boom", key_id="k1", seq=3, action="pay", call_id="c9")
+    assert (error.key_id, error.seq, error.action, error.call_id) == ("k1", 3, "pay", "c9")
+    plain = errors.DivergenceError("no fields")
+    assert (plain.key_id, plain.seq, plain.action, plain.call_id) == (None,) * 4
+    assert vars(plain) == {}  # nothing new in what a journaled error records
 
 
 def test_operator_all_is_pinned_and_every_name_resolves():

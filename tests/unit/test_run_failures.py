@@ -266,10 +266,32 @@ def test_runs_dead_letters_lists_key_seq_error_when(service, tmp_path, capsys):
         0,
         pytest.approx(letter.when, abs=1),
     )
-    assert doc["error"] == letter.error and doc["input"] == "'p-1'" and not doc["redriven"]
+    assert doc["error"] == letter.error and doc["input"] == "p-1" and not doc["redriven"]
     assert cli(["runs", "dead-letters", "--store", "sqlite", "--path", str(path)]) == 0
     out = capsys.readouterr().out
     assert "key 'poison'" in out and "seq 0" in out and "ValueError" in out
+
+
+class Refuses(Checkout):
+    @action(InputEvent)
+    async def handle(self, event, ctx):
+        raise ValueError("refused")
+
+
+def test_runs_dead_letters_json_holds_each_input_as_json_not_its_repr(tmp_path, capsys):
+    path = tmp_path / "j.db"
+    order = {"order": 5, "items": ["a", "b"], "note": None}
+    runner = LocalRunner(Refuses("-"), SqliteStore(path), FAST, on_run_failure="dead-letter")
+    run(runner, [("k1", order), ("k2", b"raw")])
+    capsys.readouterr()
+    assert cli(["runs", "dead-letters", "--store", "sqlite", "--path", str(path), "--json"]) == 0
+    docs = {d["key"]: d for d in json.loads(capsys.readouterr().out)}
+    assert docs["k1"]["input"] == order and not docs["k1"]["input_literal"]
+    assert docs["k2"]["input"] == "b'raw'" and docs["k2"]["input_literal"]  # JSON has no bytes
+    assert cli(["runs", "dead-letters", "--store", "sqlite", "--path", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "input: {'order': 5, 'items': ['a', 'b'], 'note': None}" in out
+    assert "input: b'raw'" in out
 
 
 def test_docs_samples_run_as_written():
@@ -310,6 +332,8 @@ def test_a_dead_letter_keeps_the_errors_own_message_and_its_repr(tmp_path):
     assert "card for order o2 was declined (code 51)" in letter.error
     assert letter.error_message == "card for order o2 was declined (code 51)"
     assert letter.error_type.endswith("test_run_failures.CardDeclined")
+    assert letter.action == "handle" and letter.call_id  # structured, not only in the text
+    assert letter.call_id in letter.error
     assert DeadLetter.from_json(letter.to_json()) == letter
     # After a restore, o2's dead letter is handed out again from the journal: same message.
     again = LocalRunner.restore(snap, Declining("-"), store, FAST, on_run_failure="dead-letter")
@@ -318,3 +342,5 @@ def test_a_dead_letter_keeps_the_errors_own_message_and_its_repr(tmp_path):
         "card for order o2 was declined (code 51)",
         "card for order o3 was declined (code 51)",
     ]
+    assert again.dead_letters[0].call_id == letter.call_id  # from the journaled RunFailed
+    assert again.dead_letters[0].action == "handle"

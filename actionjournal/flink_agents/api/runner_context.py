@@ -17,7 +17,7 @@ from collections.abc import Callable, Coroutine
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from actionjournal.durable.calls import call_for_blocked_loop
+from actionjournal.durable.effects import call_for_blocked_loop
 from actionjournal.durable.waits import Signal
 from actionjournal.flink_agents.api.events.event import Event
 from actionjournal.flink_agents.api.memory_object import MemoryObject, MemoryType

@@ -34,7 +34,7 @@ def call_service(url: str, name: str, value: Any = None) -> Any:
     response under the call's stable ``call_id``, which :func:`service_reconciler`
     asks for. Called outside a durable call it is counted too, under a fresh id.
     """
-    from actionjournal.durable.calls import current_call
+    from actionjournal.durable.effects import current_call
 
     call = current_call()
     call_id = call.call_id if call is not None else f"plain:{uuid.uuid4().hex}"

@@ -30,7 +30,7 @@ from actionjournal.tools.store_options import (
     config_from_location,
     describe,
 )
-from actionjournal.tools.toolkit import EXIT_PARTIAL, ProgressBar, ToolError
+from actionjournal.tools.toolkit import EXIT_PARTIAL, ProgressBar, ToolError, UsageError
 
 DIGESTS_PER_RECORD = 50_000  # 400 KB per boundary record, under Kafka's default 1 MB
 CLOCK_SKEW_S = 300.0
@@ -99,13 +99,20 @@ def check_plan(
 
 
 def apply_plan(
-    plan: CleanupPlan, store: Cleanable, progress_enabled: bool | None = None
+    plan: CleanupPlan,
+    store: Cleanable,
+    progress_enabled: bool | None = None,
+    state: RestorableState | None = None,
 ) -> ApplyResult:
     """Re-check, journal the boundaries, then delete. A ToolError before the boundaries are
-    journaled means nothing was deleted."""
+    journaled means nothing was deleted.
+
+    ``state``: the plan's state as already read (``cleanup run`` plans and applies in one
+    go, from the same snapshot bytes, while the job may rewrite the file); else it is read
+    again and must be what the plan recorded."""
     codec = getattr(store, "codec", None)
     if plan.signed and not (codec is not None and codec.signed):
-        raise ToolError(
+        raise UsageError(
             "the journal's records are signed: pass --signing-key-env VAR with the job's "
             "journal.signing_key, or the boundary records would be refused on recovery"
         )
@@ -132,7 +139,8 @@ def apply_plan(
             result.already_applied.append(p)  # the boundary was journaled before the delete
             continue
         todo.append(entry)
-    state = reload(plan.state, store) if todo else None
+    if todo and state is None:
+        state = reload(plan.state, store)
     for entry in todo:
         assert state is not None
         if not _recheck(plan, store, state, entry, progress_enabled):

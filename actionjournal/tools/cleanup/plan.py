@@ -44,7 +44,7 @@ from actionjournal.tools.cleanup.document import (
     PlanTotals,
     seal,
 )
-from actionjournal.tools.cleanup.state import RestorableState
+from actionjournal.tools.cleanup.state import RestorableState, WrongJobError
 from actionjournal.tools.cleanup.waits import JournaledWaits, blocker
 from actionjournal.tools.reading import Unreadable
 from actionjournal.tools.store_options import ToolStoreConfig, describe, location
@@ -371,7 +371,7 @@ def _choose_operator(
         )
     if operator_uid is None:
         if len(uids) > 1:
-            raise ToolError(
+            raise WrongJobError(
                 f"namespace {namespace!r} holds records of several operators "
                 f"({', '.join(sorted(uids))}): pass --operator-uid"
             )

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import re
+import urllib.parse
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +23,15 @@ from actionjournal.tools.toolkit import ToolError
 
 DEFAULT_MARGIN_S = 600.0
 FLINK_METADATA_MAGIC = 0x4960672D  # first 4 bytes of a Flink checkpoint/savepoint _metadata
+
+
+class WrongJobError(ToolError):
+    """The state (or the options) name another job than the journal holds: another journal,
+    namespace or operator. No later attempt can pass, so ``cleanup run`` stops at it."""
+
+
+class NoCheckpointYet(ToolError):
+    """A checkpoint location exists and holds no completed checkpoint or savepoint yet."""
 
 
 class SnapshotState(msgspec.Struct, tag="snapshot", tag_field="kind"):
@@ -109,18 +120,18 @@ def load_snapshot(
     except msgspec.DecodeError as exc:
         raise ToolError(f"{path} is not a LocalRunner snapshot: {exc}") from None
     if not snap.namespace:
-        raise ToolError(
+        raise WrongJobError(
             f"snapshot {path} does not say which namespace and operator it belongs to (written "
             "by an older release): take a new snapshot, or plan with --before"
         )
     whose = f"namespace {snap.namespace!r}, operator {snap.operator_uid!r}"
     if namespace is not None and snap.namespace != namespace:
-        raise ToolError(
+        raise WrongJobError(
             f"snapshot {path} is of {whose}, not of namespace {namespace!r}: pass the snapshot "
             "of the job whose records you clean up (or --namespace to match it)"
         )
     if operator_uid is not None and snap.operator_uid != operator_uid:
-        raise ToolError(
+        raise WrongJobError(
             f"snapshot {path} is of {whose}, not of operator {operator_uid!r}: its keys say "
             "nothing about that operator's records"
         )
@@ -150,7 +161,7 @@ def load_snapshot(
         )
     with_marker = sum(1 for k in keys.values() if k.marker_position is not None)
     if foreign_markers and not with_marker:
-        raise ToolError(
+        raise WrongJobError(
             f"snapshot {path} was taken with another journal ({', '.join(sorted(foreign_markers))}"
             f"), not {ours.backend} {ours.name} ({ours.uid}): plan against the journal its job "
             "uses"
@@ -168,10 +179,27 @@ def load_snapshot(
     return RestorableState(info, keys)
 
 
+def local_path(path: str | Path) -> Path:
+    """A path as Flink prints it (``file:/...``, ``file:///...``, as ``flink stop`` says where
+    its savepoint is) or a plain one; a remote file system is an error saying what to do."""
+    text = str(path)
+    scheme = re.match(r"^([a-zA-Z][a-zA-Z0-9+.-]*):", text)
+    if scheme is None or len(scheme.group(1)) == 1:  # no scheme (or a Windows drive letter)
+        return Path(text)
+    url = urllib.parse.urlsplit(text)
+    if url.scheme.lower() == "file" and url.netloc in ("", "localhost"):
+        return Path(urllib.parse.unquote(url.path))
+    raise ToolError(
+        f"checkpoint path {text}: cleanup reads checkpoints on this machine's file system "
+        "(a plain path or file:/...); copy the checkpoint's _metadata file here and give its path"
+    )
+
+
 def find_checkpoint_metadata(path: str | Path) -> tuple[Path, list[str]]:
     """The ``_metadata`` of a checkpoint/savepoint path; in a directory of retained
-    checkpoints (``chk-N``), the oldest one. Returns it and the candidates seen."""
-    path = Path(path)
+    checkpoints (``chk-N``) or savepoints (``savepoint-*``), the oldest one. Returns it and
+    the candidates seen."""
+    path = local_path(path)
     if not path.exists():
         raise ToolError(f"checkpoint path {path} does not exist")
     if path.is_file():
@@ -180,11 +208,16 @@ def find_checkpoint_metadata(path: str | Path) -> tuple[Path, list[str]]:
         return path, [str(path)]
     if (path / "_metadata").is_file():
         return path / "_metadata", [str(path / "_metadata")]
-    found = [*path.glob("chk-*/_metadata"), *path.glob("*/chk-*/_metadata")]
+    found = [
+        *path.glob("chk-*/_metadata"),
+        *path.glob("*/chk-*/_metadata"),
+        *path.glob("savepoint-*/_metadata"),
+    ]
     if not found:
-        raise ToolError(
+        raise NoCheckpointYet(
             f"no Flink checkpoint under {path}: expected a _metadata file, a checkpoint or "
-            "savepoint directory holding one, or a directory of chk-N checkpoints"
+            "savepoint directory holding one, or a directory of chk-N checkpoints or "
+            "savepoint-* savepoints"
         )
 
     def number(p: Path) -> int:
@@ -195,20 +228,40 @@ def find_checkpoint_metadata(path: str | Path) -> tuple[Path, list[str]]:
     return found[0], [str(p) for p in found]
 
 
-def load_checkpoint(path: str | Path, margin_s: float) -> RestorableState:
-    """A Flink checkpoint or savepoint, judged by when its metadata was written.
+def load_checkpoint(
+    path: str | Path | Sequence[str | Path], margin_s: float, *, skip_empty: bool = False
+) -> RestorableState:
+    """A Flink checkpoint or savepoint, judged by when its metadata was written; of several
+    locations (checkpoints and savepoints kept for rollbacks), the oldest.
 
     Our keyed state cannot be read from Python today (docs/operations.md says why), so a
     checkpoint stands for a time: runs whose ``RunCompleted`` was journaled more than
     ``margin_s`` before its ``_metadata`` was written count as contained in it.
+    ``skip_empty``: a location holding no checkpoint yet restores nothing and is left out
+    (:class:`NoCheckpointYet` when none holds one).
     """
-    metadata, candidates = find_checkpoint_metadata(path)
+    locations = [path] if isinstance(path, (str, Path)) else list(path)
+    found: list[tuple[float, Path, Path, list[str]]] = []
+    for location in locations:
+        try:
+            metadata, seen = find_checkpoint_metadata(location)
+        except NoCheckpointYet:
+            if not skip_empty:
+                raise
+            continue
+        found.append((metadata.stat().st_mtime, metadata, local_path(location), seen))
+    if not found:
+        raise NoCheckpointYet(
+            f"no completed Flink checkpoint or savepoint under {', '.join(map(str, locations))} yet"
+        )
+    _, metadata, where, _ = min(found, key=lambda item: item[0])
+    candidates = [seen for *_, each in found for seen in each]
     head = metadata.read_bytes()[:4]
     if len(head) < 4 or int.from_bytes(head, "big") != FLINK_METADATA_MAGIC:
         raise ToolError(f"{metadata} is not a Flink checkpoint metadata file (bad magic number)")
     written = metadata.stat().st_mtime
     info = CheckpointState(
-        path=str(Path(path).resolve()),
+        path=str(where.resolve()),
         metadata=str(metadata.resolve()),
         candidates=candidates,
         metadata_written_at=written,

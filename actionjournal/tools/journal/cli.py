@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import ast
-import json
 import re
-from collections.abc import Callable
-from typing import Any
 
-from actionjournal.durable.identity import key_id as make_key_id
 from actionjournal.durable.store import Inspectable
 from actionjournal.tools.journal.documents import KeyDoc, to_json
+from actionjournal.tools.journal.keys import AUTO, KEY_TYPES, forms, matching_form
 from actionjournal.tools.journal.read import (
     FULL_ID,
     find_ids,
@@ -39,29 +35,25 @@ from actionjournal.tools.toolkit import (
     add_progress_args,
     parse_time,
     positive_int,
+    report,
     warn,
 )
 
 DEFAULT_RUNS = 20
 DEFAULT_KEYS = 50
 _HEX = re.compile(r"^[0-9a-f]+$")
-_KEY_TYPES: dict[str, Callable[[str], Any]] = {
-    "str": str,
-    "int": int,
-    "float": float,
-    "json": json.loads,
-    "literal": ast.literal_eval,
-}
 
 
 def add_key_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--key", help="the Flink key's value, e.g. user_1 (see --key-type)")
     parser.add_argument(
         "--key-type",
-        default="str",
-        choices=tuple(_KEY_TYPES),
-        help="how to read --key: key ids are digests of typed keys, so 1 and '1' differ; "
-        "literal: a Python literal, for tuples and bytes, e.g. \"('eu', 7)\" or \"b'\\x01'\"",
+        default=AUTO,
+        choices=(AUTO, *KEY_TYPES),
+        help="how to read --key: key ids are digests of typed keys, so 1, '1' and b'1' differ; "
+        "auto: each reading of the text (str, bytes, int, float, JSON, a Python literal) and "
+        "the one the journal holds, said on stderr; literal: a Python literal, for tuples and "
+        "bytes, e.g. \"('eu', 7)\" or \"b'\\x01'\"",
     )
     parser.add_argument(
         "--key-id", metavar="ID", help="the key id (or a unique prefix of it) instead of --key"
@@ -69,21 +61,18 @@ def add_key_args(parser: argparse.ArgumentParser) -> None:
 
 
 def key_id_from_args(args: argparse.Namespace) -> str | None:
-    """The key id of ``--key``, or the id or prefix given with ``--key-id``."""
+    """The key id of ``--key`` with a ``--key-type``, or the id or prefix of ``--key-id``;
+    ``None`` for ``--key`` alone (:func:`matching_form` finds it in the journal)."""
     if args.key is not None and args.key_id is not None:
         raise UsageError("give --key or --key-id, not both")
     if args.key_id is not None:
         return _hex_id(args.key_id, "--key-id")
     if args.key is None:
         return None
-    try:
-        value: Any = _KEY_TYPES[args.key_type](args.key)
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError) as exc:
-        raise UsageError(f"--key {args.key!r} is not a valid {args.key_type}: {exc}") from None
-    try:
-        return make_key_id(value)
-    except TypeError as exc:
-        raise UsageError(f"--key {args.key!r}: {exc}") from None
+    if args.key_type == AUTO:
+        return None
+    (form,) = forms(args.key, args.key_type)
+    return form.key_id
 
 
 def _hex_id(text: str, option: str) -> str:
@@ -158,9 +147,10 @@ def inspect_main(argv: list[str]) -> int:
     key_id = key_id_from_args(args)
     action = _hex_id(args.action, "--action") if args.action is not None else None
     call = _hex_id(args.call, "--call") if args.call is not None else None
-    if args.run is not None and key_id is None:
+    keyed = args.key is not None or args.key_id is not None
+    if args.run is not None and not keyed:
         raise UsageError("--run SEQ needs --key or --key-id")
-    chosen = sum(x is not None for x in (key_id, action, call))
+    chosen = keyed + (action is not None) + (call is not None)
     if chosen > 1:
         raise UsageError("give one of --key/--key-id, --action, --call")
     if args.summary and chosen:
@@ -180,10 +170,23 @@ def inspect_main(argv: list[str]) -> int:
             print(to_json(summary) if args.json else render_summary(summary))
             return EXIT_OK
         seq = args.run
+        key = None
         if action is not None or call is not None:
             key_id, seq = _run_of(store, args, config, action, call)
-        elif key_id is not None and len(key_id) < FULL_ID:
+        elif key_id is None:  # --key, its type to be found
+            skipped: list[Unreadable] = []
+            # Of any operator: a key of another one is then named as such (_no_runs).
+            form = matching_form(
+                store, args.namespace, args.key, describe(config), skipped, args.progress
+            )
+            report_unreadable(skipped)
+            if not isinstance(form.value, str):  # not what the text says at first sight
+                report(f"key {args.key!r} matched as {form}", "note")
+            key_id, key = form.key_id, repr(form.value)
+        elif len(key_id) < FULL_ID:
             key_id = _resolve_key(store, args, config, key_id)
+        elif args.key is not None:
+            key = repr(forms(args.key, args.key_type)[0].value)
         assert key_id is not None
         limit = 0 if seq is not None else args.limit
         doc = key_document(
@@ -196,6 +199,7 @@ def inspect_main(argv: list[str]) -> int:
             progress=args.progress,
         )
     report_unreadable(doc.unreadable)
+    doc.key = doc.key or key
     if seq is not None:
         doc.runs = [r for r in doc.runs if r.seq == seq]
         doc.runs_total = len(doc.runs)

@@ -99,6 +99,9 @@ class KeyDoc(msgspec.Struct):
     runs: list[RunDoc]
     control: list[ControlDoc]
     unreadable: list[Unreadable]
+    key: str | None = None
+    """The key's Python literal: as ``--key`` matched it, or as a record of the key holds it
+    (a dead letter's); ``None`` when neither says."""
 
 
 class PartitionSummary(msgspec.Struct):
@@ -151,6 +154,8 @@ class KeyEntry(msgspec.Struct):
     bytes: int
     first_at: float | None
     last_at: float | None
+    key: str | None = None
+    """The key's Python literal where a record of it holds the value (a dead letter's)."""
 
 
 class KeysDoc(msgspec.Struct):

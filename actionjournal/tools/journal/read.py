@@ -30,6 +30,7 @@ from actionjournal.tools.journal.documents import (
     SummaryDoc,
     SummaryTotals,
 )
+from actionjournal.tools.journal.keys import journaled_key
 from actionjournal.tools.journal.runs import build_runs, run_doc, start_time
 from actionjournal.tools.reading import Unreadable
 from actionjournal.tools.toolkit import ProgressBar, fmt_time
@@ -110,12 +111,14 @@ def key_document(
     items: list[ScannedRecord] = []
     control: list[ControlDoc] = []
     uids: set[str] = set()
+    key: str | None = None
     for item in _records(store, partition, namespace, skipped, progress, "reading"):
         record = item.record
         if record is None:
             continue
         quarantine = isinstance(record, Quarantined)  # of the key: shown with control records
         if record.key_id == key_id and not quarantine:
+            key = key or journaled_key(record)
             uids.add(item.operator_uid)
             if operator_uid in (None, item.operator_uid):
                 items.append(item)
@@ -142,6 +145,7 @@ def key_document(
         runs=docs,
         control=control,
         unreadable=skipped,
+        key=key,
     )
 
 
@@ -180,6 +184,7 @@ class _KeyTally:
     size: int = 0
     first_at: float | None = None
     last_at: float | None = None
+    key: str | None = None
 
 
 def keys_document(
@@ -211,6 +216,7 @@ def keys_document(
                 tally.finished.add(run)
             tally.records += 1
             tally.size += item.size
+            tally.key = tally.key or journaled_key(record)
             started, at = start_time(record), getattr(record, "at", None)
             if started is not None:
                 tally.first_at = started if tally.first_at is None else min(tally.first_at, started)
@@ -227,6 +233,7 @@ def keys_document(
             bytes=t.size,
             first_at=t.first_at,
             last_at=t.last_at,
+            key=t.key,
         )
         for key, t in tallies.items()
         if since is None or (t.last_at is not None and t.last_at >= since)

@@ -15,8 +15,9 @@ from actionjournal.tools.toolkit import fmt_bytes, fmt_span, fmt_time
 
 def render_tree(doc: KeyDoc, limited: bool) -> str:
     uids = f"  operator {', '.join(doc.operator_uids)}" if doc.operator_uids else ""
+    name = f"{doc.key} (key id {doc.key_id})" if doc.key is not None else doc.key_id
     lines = [
-        f"key {doc.key_id}  partition {doc.partition}{uids}  {doc.runs_total} runs  "
+        f"key {name}  partition {doc.partition}{uids}  {doc.runs_total} runs  "
         f"{doc.records} records  {fmt_bytes(doc.bytes)}"
     ]
     if len(doc.runs) < doc.runs_total:
@@ -136,16 +137,21 @@ def render_summary(doc: SummaryDoc) -> str:
 def render_keys(doc: KeysDoc) -> str:
     lines = [
         f"{'key id':<32} {'partition':>9} {'runs':>6} {'in flight':>9} {'records':>8} "
-        f"{'bytes':>10}  last activity               operator"
+        f"{'bytes':>10}  last activity               operator  key"
     ]
     for key in doc.keys:
         lines.append(
             f"{key.key_id:<32} {key.partition:>9} {key.runs:>6} {key.runs_in_flight:>9} "
             f"{key.records:>8} {fmt_bytes(key.bytes):>10}  {fmt_time(key.last_at):<27} "
-            f"{', '.join(key.operator_uids)}"
+            f"{', '.join(key.operator_uids)}  {key.key if key.key is not None else '-'}"
         )
     since = f" active since {fmt_time(doc.since)}" if doc.since is not None else ""
     shown = len(doc.keys)
+    if doc.keys and all(key.key is None for key in doc.keys):
+        lines.append(
+            "(the journal holds key values only in dead letters; --key finds a key by its "
+            "value, in any of its forms)"
+        )
     lines.append(
         f"{doc.keys_total} keys{since}"
         + (

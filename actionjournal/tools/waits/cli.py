@@ -8,6 +8,8 @@ import time
 import msgspec
 
 from actionjournal.tools.journal.cli import add_key_args, key_id_from_args, report_unreadable
+from actionjournal.tools.journal.keys import matching_form
+from actionjournal.tools.reading import Unreadable
 from actionjournal.tools.store_options import (
     add_store_args,
     describe,
@@ -82,8 +84,12 @@ def _read(args: argparse.Namespace) -> tuple[Waits, str]:
     if key_id is not None and len(key_id) < 32:
         raise UsageError("--key-id: give the whole key id here (32 hex digits)")
     with opened(config, record_codec(args)) as store:
+        skipped: list[Unreadable] = []
+        if key_id is None and args.key is not None:  # --key, its type to be found
+            where = describe(config)
+            key_id = matching_form(store, args.namespace, args.key, where, skipped).key_id
         found = find_waits(store, args.namespace, args.operator_uid, key_id, args.progress)
-    report_unreadable(found.skipped)
+    report_unreadable([*skipped, *found.skipped])
     return found, describe(config)
 
 
