@@ -148,6 +148,16 @@ class AgentEngine:
         self, key_id: str | None, state: KeyState, arrived: PendingInput | None
     ) -> KeyState:
         journaled = self._journaled_runs(key_id, state)
+        if (
+            arrived is not None
+            and journaled is None
+            and not (state.timers or state.signals or state.held)
+        ):
+            # The common case: nothing waits, the input takes the next number.
+            pending = msgspec.structs.replace(arrived, seq=state.next_seq)
+            return msgspec.structs.replace(
+                state, next_seq=state.next_seq + 1, pending=[*state.pending, pending]
+            )
         order = sequenced(
             state.next_seq,
             bool(state.pending),
@@ -224,11 +234,13 @@ class AgentEngine:
             self.metrics if recorded.completed is None else None,
         )
         delivery: Delivery | None = None
-        trigger = event_id(self.agent.operator_uid, key_id, "input", pending.seq)
-        if pending.origin is not None:
-            delivery = waits.deliver(pending.origin, pending.input, trigger)
-        elif pending.redrive and recorded.input is not None and recorded.input.delivered:
-            delivery = waits.redeliver(recorded.input, pending.input, trigger)
+        started = recorded.input if pending.redrive else None  # a re-driven timer's or signal's
+        if pending.origin is not None or (started is not None and started.delivered):
+            trigger = event_id(self.agent.operator_uid, key_id, "input", pending.seq)
+            if pending.origin is not None:
+                delivery = waits.deliver(pending.origin, pending.input, trigger)
+            elif started is not None:
+                delivery = waits.redeliver(started, pending.input, trigger)
         consumed = delivery.consumed if delivery is not None else None
         if recorded.dead_letters > pending.redrive:  # dead-lettered before a restart
             result = self.failures.replayed(key, key_id, pending.input, recorded)
