@@ -308,11 +308,11 @@ ABOUT: dict[str, About] = {
     ),
     "timers.fire.lateness.p99": About(
         "99th percentile of the ms from a timer's due time to the start of its run (its "
-        "action), for 200 probe timers due 3 s after their inputs, in a Flink job "
+        "action), for 400 probe timers due 3 s after their inputs, in a Flink job "
         "(parallelism 1) whose 100 other keys hold 10,000 pending timers",
-        "a plain PyFlink `KeyedProcessFunction` registering the same processing-time timers "
-        "(10,000 far ones, then the probes), ms from each probe's timestamp to its "
-        "`on_timer`, in a job with the same settings (the agent's bundle time)",
+        "a plain PyFlink `KeyedProcessFunction` in the same job, fed by the same source, "
+        "registering the same processing-time timers (10,000 far ones, then the probes): ms "
+        "from each probe's timestamp to its `on_timer`",
         "ratio<=",
     ),
     "timers.pending.state_bytes": About(

@@ -55,7 +55,7 @@ class Probes(Agent):
         ctx.schedule_event(probe, at=datetime.fromtimestamp(due, UTC))
 
     @action("probe")
-    def probe(self, event, ctx):
+    async def probe(self, event, ctx):  # starts with its run (a sync one starts in a thread)
         late_ms = (time.time() - event.attributes["due"]) * 1e3
         ctx.send_event(OutputEvent({"late_ms": late_ms}))
 

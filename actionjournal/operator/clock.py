@@ -19,6 +19,8 @@ def epoch_clock(owner: str, clock: Callable[[], Any] | None) -> Clock:
     clock) as a callable returning epoch seconds."""
     if clock is None:
         return time.time
+    if isinstance(clock, ManualClock):  # returns epoch seconds already
+        return clock
     check_callable(owner, "clock", clock)
 
     def now() -> float:
