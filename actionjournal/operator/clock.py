@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -14,13 +13,16 @@ from actionjournal.durable.waits import seconds
 from actionjournal.operator.waits import Clock
 
 
-def epoch_clock(owner: str, clock: Callable[[], Any] | None) -> Clock:
-    """``clock`` (a callable returning epoch seconds or an aware datetime; None: the wall
-    clock) as a callable returning epoch seconds."""
+def epoch_clock(owner: str, clock: Any) -> Clock:
+    """``clock`` (a callable returning epoch seconds or an aware datetime, or an object whose
+    ``time()`` or ``now()`` does; None: the wall clock) as a callable returning epoch
+    seconds."""
     if clock is None:
         return time.time
     if isinstance(clock, ManualClock):  # returns epoch seconds already
         return clock
+    if not callable(clock):
+        clock = getattr(clock, "time", None) or getattr(clock, "now", None) or clock
     check_callable(owner, "clock", clock)
 
     def now() -> float:
@@ -30,7 +32,7 @@ def epoch_clock(owner: str, clock: Callable[[], Any] | None) -> Clock:
         if isinstance(value, int | float) and not isinstance(value, bool):
             return float(value)
         raise ConfigurationError(
-            f"{owner}: clock() returned {value!r}: it must return epoch seconds (like "
+            f"{owner}: the clock returned {value!r}: it must return epoch seconds (like "
             "time.time) or an aware datetime"
         )
 

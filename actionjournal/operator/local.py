@@ -97,8 +97,9 @@ class LocalRunner:
     run goes to ``dead_letters`` (and ``on_dead_letter``) and its key moves on.
 
     ``clock``: what time it is for timers and signal deadlines, a callable returning epoch
-    seconds or an aware datetime (default: the wall clock). Timers fire when the runner
-    drains (:meth:`drain`, :meth:`run`): a test moves its clock and drains, without sleeping.
+    seconds or an aware datetime, or an object whose ``time()`` or ``now()`` does (default:
+    the wall clock). Timers fire when the runner drains (:meth:`drain`, :meth:`run`): a
+    test moves its clock and drains, without sleeping.
     """
 
     def __init__(
@@ -111,7 +112,7 @@ class LocalRunner:
         on_run_failure: RunFailurePolicy = "fail",
         run_failure_restarts: int = 3,
         on_dead_letter: Callable[[DeadLetter], None] | None = None,
-        clock: Callable[[], float | datetime] | None = None,
+        clock: Callable[[], float | datetime] | Any = None,
     ) -> None:
         owner = "LocalRunner"
         options = checked(

@@ -526,3 +526,25 @@ def test_a_dead_lettered_timer_or_deadline_run_re_drives_with_what_it_delivered(
         "ping",
         "signal_timed_out",
     ]
+
+
+class Calendar:
+    """A test's own clock: an object whose now() is an aware datetime."""
+
+    def __init__(self) -> None:
+        self.today = datetime(2031, 5, 1, 9, 0, tzinfo=UTC)
+
+    def now(self) -> datetime:
+        return self.today
+
+
+def test_a_clock_may_be_any_callable_or_an_object_with_now(store):
+    calendar = Calendar()
+    runner = LocalRunner(Waiter(), store, clock=calendar)
+    run(runner, ("k", {"op": "schedule", "n": 1, "delay": 60}))
+    assert runner.timers["k"][0].due == calendar.today.timestamp() + 60
+    calendar.today += timedelta(minutes=2)
+    assert fired(drained(runner)) == [1]
+    wrong = LocalRunner(Waiter(), store, clock=lambda: "noon")
+    with pytest.raises(ActionFailedError, match="the clock returned 'noon'"):
+        run(wrong, ("j", {"op": "schedule", "n": 1, "delay": 60}))
