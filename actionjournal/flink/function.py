@@ -301,7 +301,7 @@ class AgentFunction(KeyedProcessFunction):
             else:
                 self._wakeups.send_binding(binding)
         self._resume_at: dict[str, int] = {}  # each key's processing-time timer, in ms
-        self._wake_at: dict[str, int] = {}  # keys with timers: the next one due, in ms
+        self._wake_at: dict[str, int] = {}  # busy keys with timers: the next one due, in ms
         # Keys saved since the start, when it restored no state (else None; see _load).
         fresh = runtime_context.get_job_parameter(RESTORED, "") == "false"
         self._saved: set[str] | None = set() if fresh else None
@@ -477,6 +477,7 @@ class AgentFunction(KeyedProcessFunction):
         timers = ctx.timer_service()
         now = timers.current_processing_time()
         wake = self._next_wake(key_id, state)
+        self._wake_at.pop(key_id, None)  # kept for busy keys only (on_timer's fast path)
         if wake is not None:
             self._keep_timer(timers, key_id, wake, now, exact=True)
             return
