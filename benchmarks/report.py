@@ -107,6 +107,22 @@ ABOUT: dict[str, About] = {
         "least. Informational, beside `kafka.recovery.read`; the target is ours",
         "ratio>=",
     ),
+    "kafka.replicated.append.p50": About(
+        "median ms of one `append` of a ~200-byte record through the Kafka store on three "
+        "brokers (`dev kafka start --brokers 3`: RF 3, min.insync.replicas 2, acks=all, "
+        "idempotent)",
+        "a raw confluent-kafka `produce` + `flush` of the same bytes to the same partition of "
+        "the same cluster with the same producer settings, interleaved with ours",
+        "ratio<=",
+    ),
+    "fluss.replicated.append.p50": About(
+        "median ms of one `append` of a ~200-byte `CallFinished` through the Fluss store on "
+        "three tablet servers (`dev fluss start --tablet-servers 3`: table replication 3, 2 "
+        "in sync, followers' fetches answered within 5 ms)",
+        "a raw pyfluss `append(row)` + `wait()` of the same row to the same table with the "
+        "same writer settings (acks=all, idempotent, no batching delay), interleaved with ours",
+        "ratio<=",
+    ),
     "fluss.append.p50": About(
         "median ms of one `append` of a ~200-byte `CallFinished` through the Fluss store "
         "(acks=all, idempotent, no batching delay); a run's last record (`RunCompleted`) also "

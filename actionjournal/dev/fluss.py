@@ -93,7 +93,19 @@ _JVM_OPTS = [
 _HEAP = {"zookeeper": "-Xmx128m", "coordinator": "-Xmx256m", "tablet": "-Xmx512m"}
 # Logged by the CoordinatorServer once a tablet server registered and got its metadata:
 # from then on tables can be created and written.
-_TABLET_READY = "New tablet server callback for tablet server 0"
+_TABLET_READY = "New tablet server callback for tablet server {}"
+REPLICATED_OPTIONS = {
+    # A follower's fetch that finds nothing new waits this long at the leader. Fluss 0.9.1 does
+    # not answer a parked follower fetch when a write arrives, so an acks=all append waits for
+    # the followers' next fetch: p50 ~500 ms with the default 500 ms. See docs/fluss.md.
+    "log.replica.fetch.wait-max-time": "5ms",
+    # acks=all needs this many copies (a tablet-server setting: no table property, nothing a
+    # client can read): with 3 replicas, two of three lost fail appends instead of resting
+    # on one copy.
+    "log.replica.min-in-sync-replicas-number": "2",
+    "default.replication.factor": "3",
+}
+"""Server settings of a cluster of several tablet servers; docs/fluss.md explains them."""
 
 _LOG4J2 = """\
 status = warn
@@ -122,11 +134,14 @@ class ClusterInfo:
     bootstrap: str
     workdir: str
     zookeeper_pid: int
-    tablet_pid: int
+    tablet_pid: int  # tablet server 0's
     port: int
     zookeeper_port: int
     tablet_port: int
     fluss_version: str = FLUSS_VERSION
+    tablet_pids: tuple[int, ...] = ()
+    """Every tablet server's, by id (0, 1, ...)."""
+    tablet_ports: tuple[int, ...] = ()
 
 
 def fluss_jars() -> Path:
@@ -135,11 +150,13 @@ def fluss_jars() -> Path:
 
 
 class FlussCluster(DevServer[ClusterInfo]):
-    """ZooKeeper, a CoordinatorServer and TabletServer 0, bound to a work directory and ports.
+    """ZooKeeper, a CoordinatorServer and ``tablet_servers`` TabletServers (ids 0..N-1),
+    bound to a work directory and ports.
 
     ``workdir=None`` uses a fresh temp dir, deleted by :meth:`close`. Ports default to free
     ones and are saved in the work directory, so a stopped or killed server comes back where
-    clients expect it. ``server_options`` override or extend both servers' ``server.yaml``.
+    clients expect it. ``server_options`` override or extend every server's ``server.yaml``;
+    with several tablet servers :data:`REPLICATED_OPTIONS` come first.
     """
 
     service = "fluss"
@@ -151,40 +168,57 @@ class FlussCluster(DevServer[ClusterInfo]):
         port: int | None = None,
         server_options: Mapping[str, str] | None = None,
         start_timeout: float = 120.0,
+        tablet_servers: int = 1,
     ) -> None:
         super().__init__(workdir)
+        if tablet_servers < 1:
+            raise ValueError(f"a cluster has at least one tablet server, not {tablet_servers}")
         (self.workdir / "logs").mkdir(parents=True, exist_ok=True)
         saved = _read_ports(self.workdir / "ports.json")
         self.port = port or saved.get("coordinator") or free_port()
         self.zookeeper_port = saved.get("zookeeper") or free_port(self.port)
-        self.tablet_port = saved.get("tablet") or free_port(self.port, self.zookeeper_port)
-        self.server_options = dict(server_options or {})
+        taken = [self.port, self.zookeeper_port]
+        self.tablet_ports: list[int] = []
+        for server in range(tablet_servers):
+            chosen = saved.get(_tablet_name(server)) or free_port(*taken)
+            taken.append(chosen)
+            self.tablet_ports.append(chosen)
+        self.tablet_port = self.tablet_ports[0]
+        replicated = REPLICATED_OPTIONS if tablet_servers > 1 else {}
+        self.server_options = {**replicated, **(server_options or {})}
         self.start_timeout = start_timeout
         self.zookeeper = ServerProcess("ZooKeeper", self.log_path("zookeeper"))
         self.coordinator = ServerProcess("CoordinatorServer", self.log_path("coordinator"))
-        self.tablet = ServerProcess("TabletServer", self.log_path("tablet"))
+        self.tablets = [
+            ServerProcess(f"TabletServer {n}", self.log_path(_tablet_name(n)))
+            for n in range(tablet_servers)
+        ]
+        self.tablet = self.tablets[0]
 
     @property
     def servers(self) -> tuple[ServerProcess, ...]:
-        # stopped in reverse: the tablet server first, so it deregisters with the coordinator
-        return (self.zookeeper, self.coordinator, self.tablet)
+        # stopped in reverse: tablet servers first, so they deregister with the coordinator
+        return (self.zookeeper, self.coordinator, *self.tablets)
 
     def log_path(self, server: str) -> Path:
-        """Log of ``zookeeper``, ``coordinator`` or ``tablet``, appended to across restarts."""
+        """Log of ``zookeeper``, ``coordinator``, ``tablet`` (server 0) or ``tablet-N``,
+        appended to across restarts."""
         return self.workdir / "logs" / f"{server}.log"
 
     def info(self) -> ClusterInfo:
-        pids = (self.coordinator.pid, self.zookeeper.pid, self.tablet.pid)
-        if None in pids:
+        tablets = [process.pid for process in self.tablets]
+        coordinator, zookeeper = self.coordinator.pid, self.zookeeper.pid
+        if coordinator is None or zookeeper is None or None in tablets:
             raise FlussClusterError("the cluster is not (completely) started")
-        coordinator, zookeeper, tablet = pids
+        pids = tuple(pid for pid in tablets if pid is not None)
         return ClusterInfo(
-            coordinator, self.bootstrap, str(self.workdir), zookeeper, tablet,  # type: ignore[arg-type]
+            coordinator, self.bootstrap, str(self.workdir), zookeeper, pids[0],
             self.port, self.zookeeper_port, self.tablet_port,
+            tablet_pids=pids, tablet_ports=tuple(self.tablet_ports),
         )  # fmt: skip
 
     def start(self) -> ClusterInfo:
-        """Start what is not running: ZooKeeper, then the coordinator, then the tablet server."""
+        """Start what is not running: ZooKeeper, then the coordinator, then tablet servers."""
         java_bin = java()
         classpath = f"{fluss_jars()}/*"
         self._write_config()
@@ -195,32 +229,37 @@ class FlussCluster(DevServer[ClusterInfo]):
             if not self.coordinator.is_running():
                 self._launch(self.coordinator, java_bin, classpath, "coordinator")
                 self._wait(self.coordinator, lambda: port_open(self.port))
-            self._start_tablet(java_bin, classpath)
+            for server in range(len(self.tablets)):
+                self._start_tablet(java_bin, classpath, server)
         except BaseException:
             self.kill()
             raise
         return self.info()
 
-    def start_tablet_server(self) -> None:
-        """Start the tablet server again (after :meth:`stop_tablet_server` or a kill)."""
-        self._start_tablet(java(), f"{fluss_jars()}/*")
+    def start_tablet_server(self, server: int = 0) -> None:
+        """Start tablet server ``server`` again (after :meth:`stop_tablet_server` or a kill)."""
+        self._start_tablet(java(), f"{fluss_jars()}/*", server)
 
-    def stop_tablet_server(self, timeout: float = 30.0) -> None:
-        """Shut the tablet server down cleanly (SIGTERM: it flushes its logs and deregisters)."""
-        self.tablet.stop(timeout)
+    def stop_tablet_server(self, timeout: float = 30.0, server: int = 0) -> None:
+        """Shut a tablet server down cleanly (SIGTERM: it flushes its logs and deregisters)."""
+        self.tablets[server].stop(timeout)
 
-    def kill_tablet_server(self) -> None:
-        """Crash the tablet server (SIGKILL), as a power loss of its machine would."""
-        self.tablet.kill()
+    def kill_tablet_server(self, server: int = 0) -> None:
+        """Crash a tablet server (SIGKILL), as a power loss of its machine would."""
+        self.tablets[server].kill()
 
-    def restart_tablet_server(self) -> None:
-        self.stop_tablet_server()
-        self.start_tablet_server()
+    def restart_tablet_server(self, server: int = 0) -> None:
+        self.stop_tablet_server(server=server)
+        self.start_tablet_server(server)
+
+    def running_tablet_servers(self) -> list[int]:
+        """Ids of the tablet servers whose process runs."""
+        return [n for n, process in enumerate(self.tablets) if process.is_running()]
 
     def log_tail(self, server: str = "tablet", lines: int = 30) -> str:
-        return {"zookeeper": self.zookeeper, "coordinator": self.coordinator}.get(
-            server, self.tablet
-        ).log_tail(lines)
+        named = {"zookeeper": self.zookeeper, "coordinator": self.coordinator}
+        named.update((_tablet_name(n), process) for n, process in enumerate(self.tablets))
+        return named.get(server, self.tablet).log_tail(lines)
 
     def __repr__(self) -> str:
         state = "running" if self.is_running() else "stopped"
@@ -230,7 +269,7 @@ class FlussCluster(DevServer[ClusterInfo]):
 
     def _write_config(self) -> None:
         ports = {"zookeeper": self.zookeeper_port, "coordinator": self.port}
-        ports["tablet"] = self.tablet_port
+        ports.update((_tablet_name(n), port) for n, port in enumerate(self.tablet_ports))
         (self.workdir / "ports.json").write_text(json.dumps(ports) + "\n")
         (self.workdir / "log4j2.properties").write_text(_LOG4J2)
         zk = self.workdir / "zookeeper"
@@ -254,14 +293,15 @@ class FlussCluster(DevServer[ClusterInfo]):
             "default.replication.factor": "1",
             "netty.server.num-worker-threads": "4",
         }
-        servers = {
-            "coordinator": {"bind.listeners": f"FLUSS://127.0.0.1:{self.port}"},
-            "tablet": {
-                "bind.listeners": f"FLUSS://127.0.0.1:{self.tablet_port}",
-                "tablet-server.id": "0",
-                "data.dir": str(self.workdir / "data"),
-            },
+        servers: dict[str, dict[str, str]] = {
+            "coordinator": {"bind.listeners": f"FLUSS://127.0.0.1:{self.port}"}
         }
+        for n, port in enumerate(self.tablet_ports):
+            servers[_tablet_name(n)] = {
+                "bind.listeners": f"FLUSS://127.0.0.1:{port}",
+                "tablet-server.id": str(n),
+                "data.dir": str(self.workdir / ("data" if n == 0 else f"data-{n}")),
+            }
         for name, own in servers.items():
             conf = self.workdir / name
             conf.mkdir(exist_ok=True)
@@ -273,10 +313,10 @@ class FlussCluster(DevServer[ClusterInfo]):
         main, args = {
             "zookeeper": (_ZOOKEEPER_MAIN, [str(self.workdir / "zookeeper" / "zoo.cfg")]),
             "coordinator": (_COORDINATOR_MAIN, ["--configDir", str(self.workdir / "coordinator")]),
-            "tablet": (_TABLET_MAIN, ["--configDir", str(self.workdir / "tablet")]),
-        }[server]
+        }.get(server, (_TABLET_MAIN, ["--configDir", str(self.workdir / server)]))
+        heap = _HEAP.get(server, _HEAP["tablet"])
         return [
-            java_bin, _HEAP[server], *_JVM_OPTS,
+            java_bin, heap, *_JVM_OPTS,
             f"-Dlog4j2.configurationFile={self.workdir / 'log4j2.properties'}",
             "-cp", classpath, main, *args,
         ]  # fmt: skip
@@ -284,17 +324,17 @@ class FlussCluster(DevServer[ClusterInfo]):
     def _launch(self, process: ServerProcess, java_bin: str, classpath: str, server: str) -> int:
         return process.launch(self._command(java_bin, classpath, server), self.workdir)
 
-    def _start_tablet(self, java_bin: str, classpath: str) -> None:
-        if self.tablet.is_running():
+    def _start_tablet(self, java_bin: str, classpath: str, server: int) -> None:
+        process = self.tablets[server]
+        if process.is_running():
             return
         coordinator_log = self.log_path("coordinator")
         offset = coordinator_log.stat().st_size if coordinator_log.exists() else 0
-        self._launch(self.tablet, java_bin, classpath, "tablet")
+        self._launch(process, java_bin, classpath, _tablet_name(server))
+        ready = _TABLET_READY.format(server)
+        port = self.tablet_ports[server]
         self._wait(
-            self.tablet,
-            lambda: (
-                log_contains(coordinator_log, offset, _TABLET_READY) and port_open(self.tablet_port)
-            ),
+            process, lambda: log_contains(coordinator_log, offset, ready) and port_open(port)
         )
 
     def _wait(self, process: ServerProcess, ready: Callable[[], bool]) -> None:
@@ -330,13 +370,32 @@ def running_cluster(**kwargs: object) -> Iterator[str]:
 # -- detached dev cluster (actionjournal dev fluss ...) ---------------------------------------
 
 
-def start(workdir: str | os.PathLike[str] | None = None, *, port: int | None = None) -> ClusterInfo:
-    """Start the detached dev cluster (or return the one already running).
+def start(
+    workdir: str | os.PathLike[str] | None = None,
+    *,
+    port: int | None = None,
+    tablet_servers: int | None = None,
+) -> ClusterInfo:
+    """Start the detached dev cluster with ``tablet_servers`` (default 1), or return the one
+    already running (refused if it has another number of tablet servers).
 
-    Data persists in ``workdir`` (default ``<cache>/dev/fluss``) across stop/start.
+    Data persists in ``workdir`` (default ``<cache>/dev/fluss``, ``<cache>/dev/fluss-N-tablet-
+    servers`` for several) across stop/start.
     """
-    workdir = workdir or maven.cache_dir("dev", "fluss")
-    return start_detached("fluss", status, lambda: FlussCluster(workdir, port=port))
+    running = status()
+    found = len(running.tablet_pids or (running.tablet_pid,)) if running else None
+    if running is not None and tablet_servers is not None and found != tablet_servers:
+        raise DevProcessError(
+            f"a dev Fluss cluster with {found} tablet server(s) already runs at "
+            f"{running.bootstrap}: stop it first (`actionjournal dev fluss stop`), then start "
+            f"{tablet_servers}"
+        )
+    count = tablet_servers or 1
+    name = "fluss" if count == 1 else f"fluss-{count}-tablet-servers"
+    workdir = workdir or maven.cache_dir("dev", name)
+    return start_detached(
+        "fluss", status, lambda: FlussCluster(workdir, port=port, tablet_servers=count)
+    )
 
 
 def status() -> ClusterInfo | None:
@@ -348,9 +407,14 @@ def stop(timeout: float = 30.0) -> ClusterInfo | None:
     """Stop the detached dev cluster; returns what was stopped, or None if none was running."""
 
     def stop_cluster(info: ClusterInfo) -> None:
-        cluster = FlussCluster(info.workdir)
+        tablet_pids = info.tablet_pids or (info.tablet_pid,)
+        cluster = FlussCluster(info.workdir, tablet_servers=len(tablet_pids))
+        tablets = [
+            (process, pid, _TABLET_MAIN)
+            for process, pid in zip(cluster.tablets, tablet_pids, strict=True)
+        ]
         for process, pid, main in (
-            (cluster.tablet, info.tablet_pid, _TABLET_MAIN),
+            *tablets,
             (cluster.coordinator, info.pid, _COORDINATOR_MAIN),
             (cluster.zookeeper, info.zookeeper_pid, _ZOOKEEPER_MAIN),
         ):
@@ -363,28 +427,61 @@ def stop(timeout: float = 30.0) -> ClusterInfo | None:
 
 _DESCRIPTION = (
     f"Run a local Apache Fluss {FLUSS_VERSION} cluster (ZooKeeper, CoordinatorServer, one "
-    "TabletServer) for dev."
+    "TabletServer or several) for dev."
 )
 
 
+def _start_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--tablet-servers",
+        type=int,
+        choices=range(1, 10),
+        metavar="N",
+        help="tablet servers (default 1); 3 for tables with replication 3: the servers then "
+        "require 2 in-sync replicas for acks=all and answer followers' fetches within 5 ms "
+        "(docs/fluss.md)",
+    )
+
+
+def describe(info: ClusterInfo) -> str:
+    """One line per process: pid, port and whether it is alive (for ``status``)."""
+    pids = info.tablet_pids or (info.tablet_pid,)
+    ports = info.tablet_ports or (info.tablet_port,)
+    lines = [f"coordinator: pid {info.pid}, port {info.port}, workdir {info.workdir}"]
+    for n, (pid, port) in enumerate(zip(pids, ports, strict=True)):
+        state = "alive" if _runs(pid, _TABLET_MAIN, info.workdir) else "NOT alive"
+        lines.append(f"tablet server {n}: pid {pid}, port {port}, {state}")
+    return "\n".join(lines)
+
+
 def parser() -> argparse.ArgumentParser:
-    return dev_parser("fluss", "cluster", _DESCRIPTION)
+    return dev_parser("fluss", "cluster", _DESCRIPTION, _start_options)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``actionjournal dev fluss start|stop|status``; returns a process exit code."""
+    """``actionjournal dev fluss start [--tablet-servers N]|stop|status``; an exit code."""
     return dev_main(
         argv,
         service="fluss",
         what="cluster",
         description=_DESCRIPTION,
-        start=lambda workdir, port: start(workdir, port=port),
+        start=lambda workdir, port, tablet_servers: start(
+            workdir, port=port, tablet_servers=tablet_servers
+        ),
         stop=stop,
         status=status,
+        start_options=_start_options,
+        resume=lambda tablet_servers: start(tablet_servers=tablet_servers),
+        describe=describe,  # type: ignore[arg-type]
     )
 
 
 # -- helpers ---------------------------------------------------------------------------------
+
+
+def _tablet_name(server: int) -> str:
+    """Tablet server N's name in ports.json, logs and config dirs (server 0 is ``tablet``)."""
+    return "tablet" if server == 0 else f"tablet-{server}"
 
 
 def _read_ports(path: Path) -> dict[str, int]:

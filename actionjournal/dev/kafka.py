@@ -1,11 +1,11 @@
-"""A real single-node Apache Kafka broker (KRaft, combined broker+controller) for dev and tests.
+"""A real Apache Kafka broker, or cluster of brokers (KRaft), for dev and tests.
 
 Tests of durable execution need the real thing: acks=all, transactions, a broker that dies
-mid-run and comes back on the same port with the same log dirs. Mocks can't show that. The
-broker runs from Maven Central jars (see :mod:`actionjournal._maven`), so only a JDK 17+
-and Maven are needed.
+mid-run and comes back on the same port with the same log dirs, a partition leader killed
+while a job appends. Mocks can't show that. Brokers run from Maven Central jars (see
+:mod:`actionjournal._maven`), so only a JDK 17+ and Maven are needed.
 
-Two ways to use it:
+Two ways to use them:
 
 * in-process, for tests::
 
@@ -14,386 +14,204 @@ Two ways to use it:
       with KafkaBroker() as broker:                      # when the test kills it
           broker.kill(); broker.restart()
 
-* detached, for development (``actionjournal dev kafka start|stop|status``): :func:`start`
-  leaves the broker running and records it in ``<cache>/dev/kafka.json`` so that
-  :func:`stop` works from another process.
+      with KafkaCluster(brokers=3) as cluster:           # replication, failovers
+          cluster.kill_broker(cluster.leader("topic", 0))
+
+* detached, for development (``actionjournal dev kafka start [--brokers N]|stop|status``):
+  :func:`start` leaves the broker (or the N brokers) running and records them in
+  ``<cache>/dev/kafka.json`` so that :func:`status` and :func:`stop` work from another process.
 """
 
 from __future__ import annotations
 
 import argparse
-import base64
-import contextlib
-import dataclasses
 import os
-import subprocess
-import time
-import uuid
-from collections.abc import Iterator, Mapping, Sequence
+import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any, TypeAlias, cast
 
 import actionjournal._maven as maven
+from actionjournal.dev.kafka_broker import (
+    KAFKA_VERSION,
+    BrokerError,
+    BrokerInfo,
+    KafkaBroker,
+    kafka_jars,
+    running_broker,
+)
+from actionjournal.dev.kafka_cluster import ClusterInfo, KafkaCluster, running_cluster
 from actionjournal.dev.process import (
     DevProcessError,
-    ServerProcess,
     alive,
     cmdline,
     dev_main,
     dev_parser,
-    free_port,
-    java,
-    log_contains,
-    port_open,
     read_state,
     start_detached,
     stop_detached,
+    write_state,
 )
-from actionjournal.dev.server import DevServer
 
 __all__ = [
     "KAFKA_VERSION",
     "BrokerError",
     "BrokerInfo",
+    "ClusterInfo",
     "KafkaBroker",
+    "KafkaCluster",
     "kafka_jars",
     "main",
     "parser",
     "running_broker",
+    "running_cluster",
     "start",
     "status",
     "stop",
 ]
 
-KAFKA_VERSION = "4.1.1"
-# kafka_2.13 leaves the slf4j binding to the distribution; without it the broker logs nothing.
-_COORDINATES = [
-    f"org.apache.kafka:kafka_2.13:{KAFKA_VERSION}",
-    "org.apache.logging.log4j:log4j-slf4j-impl:2.24.3",
-]
-# Small heap and a single-threaded GC: this runs next to tests on small CI boxes.
-JVM_OPTS = [
-    "-Xms128m",
-    "-Xmx512m",
-    "-XX:+UseSerialGC",
-    "-XX:+ExitOnOutOfMemoryError",
-    "-Djava.awt.headless=true",
-]
-_READY_LINE = "Kafka Server started"  # logged by KafkaRaftServer once the broker is unfenced
-
-_LOG4J2 = """\
-status = warn
-appender.out.type = Console
-appender.out.name = out
-appender.out.layout.type = PatternLayout
-appender.out.layout.pattern = [%d] %p %m (%c)%n
-rootLogger.level = INFO
-rootLogger.appenderRef.out.ref = out
-logger.state.name = state.change.logger
-logger.state.level = WARN
-logger.request.name = kafka.request.logger
-logger.request.level = WARN
-"""
+DevKafka: TypeAlias = BrokerInfo | ClusterInfo
+"""What the dev state file records: one broker, or a cluster of several."""
 
 
-class BrokerError(DevProcessError):
-    """The broker could not be started, reached or stopped."""
+def start(
+    workdir: str | os.PathLike[str] | None = None,
+    *,
+    port: int | None = None,
+    brokers: int | None = None,
+) -> DevKafka:
+    """Start the detached dev broker, or a cluster of ``brokers`` (or return what runs;
+    ``brokers=None``: whatever runs, else one broker).
 
-
-@dataclasses.dataclass(frozen=True)
-class BrokerInfo:
-    """What a running broker is and where: the contents of the dev state file."""
-
-    pid: int
-    bootstrap: str
-    workdir: str
-    port: int
-    controller_port: int
-    kafka_version: str = KAFKA_VERSION
-
-
-def kafka_jars() -> Path:
-    """Directory of the Kafka server jars, downloaded through Maven on first use."""
-    return maven.resolve(f"kafka-{KAFKA_VERSION}", _COORDINATES)
-
-
-class KafkaBroker(DevServer[BrokerInfo]):
-    """One KRaft broker process bound to a work directory and a fixed pair of ports.
-
-    ``workdir=None`` uses a fresh temp dir, deleted by :meth:`close`. Ports default to free
-    ones; once chosen they stick for the life of the work directory (they are read back from
-    its ``server.properties``), so a killed broker restarts where clients expect it.
-    ``properties`` override or extend the generated broker config.
+    Data persists in ``workdir`` (default ``<cache>/dev/kafka``, ``<cache>/dev/kafka-N-brokers``
+    for a cluster) across stop/start. A running cluster with a dead broker gets it back.
     """
+    running = status()
+    if running is not None:
+        return _resume(running, brokers)
+    if brokers is None or brokers == 1:
+        workdir = workdir or maven.cache_dir("dev", "kafka")
+        server: KafkaBroker | KafkaCluster = KafkaBroker(workdir, port=port)
+    else:
+        workdir = workdir or maven.cache_dir("dev", f"kafka-{brokers}-brokers")
+        server = KafkaCluster(workdir, brokers=brokers, port=port)
+    return cast("DevKafka", start_detached("kafka", status, lambda: server))
 
-    service = "kafka"
-    stop_timeout = 20.0
 
-    def __init__(
-        self,
-        workdir: str | os.PathLike[str] | None = None,
-        *,
-        port: int | None = None,
-        controller_port: int | None = None,
-        properties: Mapping[str, str] | None = None,
-        start_timeout: float = 60.0,
-    ) -> None:
-        super().__init__(workdir)
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        saved = _read_properties(self.config_path)
-        saved_port = _listener_port(saved.get("listeners", ""), "PLAINTEXT")
-        saved_controller = _listener_port(saved.get("listeners", ""), "CONTROLLER")
-        self.port = port or saved_port or free_port()
-        self.controller_port = controller_port or saved_controller or free_port(self.port)
-        self.properties = dict(properties or {})
-        self.start_timeout = start_timeout
-        self._process = ServerProcess("broker", self.log_path)
+def status() -> DevKafka | None:
+    """The detached dev broker or cluster if any of its brokers runs, else None (clearing a
+    stale state file)."""
+    return read_state("kafka", _recorded, _is_ours)
 
-    @property
-    def servers(self) -> tuple[ServerProcess, ...]:
-        return (self._process,)
 
-    @property
-    def pid(self) -> int | None:
-        return self._process.pid
+def stop(timeout: float = 20.0) -> DevKafka | None:
+    """Stop every broker of the detached dev broker or cluster; returns what was stopped, or
+    None if none was running."""
 
-    @pid.setter
-    def pid(self, pid: int) -> None:
-        """Take over a broker that another process started (``actionjournal dev kafka stop``)."""
-        self._process.attach(pid)
-
-    @property
-    def config_path(self) -> Path:
-        return self.workdir / "server.properties"
-
-    @property
-    def log_path(self) -> Path:
-        """Broker log (log4j output and JVM stdout/stderr), appended to across restarts."""
-        return self.workdir / "kafka.log"
-
-    @property
-    def data_dir(self) -> Path:
-        return self.workdir / "data"
-
-    def info(self) -> BrokerInfo:
-        if self.pid is None:
-            raise BrokerError("broker is not started")
-        return BrokerInfo(
-            self.pid, self.bootstrap, str(self.workdir), self.port, self.controller_port
-        )
-
-    def start(self) -> BrokerInfo:
-        """Launch the broker (formatting storage on first start) and wait until it serves."""
-        if self.is_running():
-            return self.info()
-        self._process.forget()  # a previous process that died on its own
-        java_bin = java()
-        jars = kafka_jars()
-        classpath = f"{jars}/*"
-        self._write_config()
-        if not (self.data_dir / "meta.properties").exists():
-            self._format(java_bin, classpath)
-        cmd = [
-            java_bin, *JVM_OPTS,
-            f"-Dlog4j2.configurationFile={self.workdir / 'log4j2.properties'}",
-            "-cp", classpath, "kafka.Kafka", str(self.config_path),
-        ]  # fmt: skip
-        log_offset = self._process.launch(cmd, self.workdir)
-        try:
-            self._wait_ready(log_offset)
-        except BaseException:
-            self.kill()
-            raise
-        return self.info()
-
-    def restart(self) -> BrokerInfo:
-        """Start again on the same ports and log dirs, stopping first if still running."""
-        self.stop()
-        return self.start()
-
-    def log_tail(self, lines: int = 30) -> str:
-        return self._process.log_tail(lines)
-
-    def __repr__(self) -> str:
-        state = f"pid={self.pid}" if self.pid else "stopped"
-        return f"<KafkaBroker {self.bootstrap} {state} workdir={self.workdir}>"
-
-    # -- internals -----------------------------------------------------------------------
-
-    def _write_config(self) -> None:
-        p, c = self.port, self.controller_port
-        props = {
-            "process.roles": "broker,controller",
-            "node.id": "1",
-            "controller.quorum.voters": f"1@127.0.0.1:{c}",
-            "listeners": f"PLAINTEXT://127.0.0.1:{p},CONTROLLER://127.0.0.1:{c}",
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{p}",
-            "controller.listener.names": "CONTROLLER",
-            "inter.broker.listener.name": "PLAINTEXT",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-            "log.dirs": str(self.data_dir),
-            # Single node: every internal topic gets one replica.
-            "offsets.topic.replication.factor": "1",
-            "offsets.topic.num.partitions": "4",
-            "transaction.state.log.replication.factor": "1",
-            "transaction.state.log.min.isr": "1",
-            "transaction.state.log.num.partitions": "4",
-            "share.coordinator.state.topic.replication.factor": "1",
-            "share.coordinator.state.topic.min.isr": "1",
-            "default.replication.factor": "1",
-            "min.insync.replicas": "1",
-            "num.partitions": "1",
-            "group.initial.rebalance.delay.ms": "0",
-            # After a SIGKILL the restarted broker may only re-register once the old
-            # incarnation's session expires: keep that wait short (default 9 s).
-            "broker.session.timeout.ms": "4000",
-            "broker.heartbeat.interval.ms": "500",
-            # Small files and buffers: dev data is tiny and the heap is 512 MB.
-            "log.segment.bytes": str(16 * 1024 * 1024),
-            "log.cleaner.dedupe.buffer.size": str(16 * 1024 * 1024),
-            "num.network.threads": "2",
-            "num.io.threads": "4",
-        }
-        props.update(self.properties)
-        body = "".join(f"{k}={v}\n" for k, v in props.items())
-        self.config_path.write_text("# written by actionjournal.dev.kafka\n" + body)
-        (self.workdir / "log4j2.properties").write_text(_LOG4J2)
-
-    def _format(self, java: str, classpath: str) -> None:
-        # Kafka 4 refuses to start on unformatted storage. With a static voter set
-        # (controller.quorum.voters) format takes just a cluster id, not --standalone.
-        cmd = [
-            java, "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-            f"-Dlog4j2.configurationFile={self.workdir / 'log4j2.properties'}",
-            "-cp", classpath, "kafka.tools.StorageTool", "format",
-            "--cluster-id", _cluster_id(), "--config", str(self.config_path),
-        ]  # fmt: skip
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
-        if proc.returncode != 0:
-            output = (proc.stdout + proc.stderr).strip().splitlines()
-            message = "\n".join(x for x in output if not x.startswith("\tat "))  # no stack
-            raise BrokerError(
-                f"formatting Kafka storage in {self.data_dir} failed (exit {proc.returncode}); "
-                f"check the broker properties in {self.config_path}. Output:\n{message}"
-            )
-
-    def _wait_ready(self, log_offset: int) -> None:
-        deadline = time.monotonic() + self.start_timeout
-        started = False
-        while time.monotonic() < deadline:
-            code = self._process.exit_code()
-            if code is not None:
-                raise BrokerError(
-                    f"Kafka broker exited with code {code} during startup "
-                    f"(workdir {self.workdir}); last log lines:\n{self.log_tail()}"
+    def stop_all(info: DevKafka) -> None:
+        for broker in _brokers(info):
+            if _is_our_broker(broker):
+                server = KafkaBroker(
+                    broker.workdir, port=broker.port, controller_port=broker.controller_port
                 )
-            started = started or log_contains(self.log_path, log_offset, _READY_LINE)
-            if started and port_open(self.port) and _answers_metadata(self.bootstrap):
-                return
-            time.sleep(0.2)
-        raise BrokerError(
-            f"Kafka broker did not start within {self.start_timeout:.0f} s on {self.bootstrap} "
-            f"(workdir {self.workdir}); last log lines:\n{self.log_tail()}"
-        )
+                server.pid = broker.pid
+                server.stop(timeout)
+
+    return cast("DevKafka | None", stop_detached("kafka", status, stop_all))  # type: ignore[misc]
 
 
-@contextlib.contextmanager
-def running_broker(**kwargs: object) -> Iterator[str]:
-    """Run a private broker in a temp dir for the ``with`` block; yields its bootstrap address.
-
-    Keyword arguments go to :class:`KafkaBroker`. Use ``KafkaBroker`` directly to kill or
-    restart the broker mid-test.
-    """
-    with KafkaBroker(**kwargs) as broker:  # type: ignore[arg-type]
-        yield broker.bootstrap
-
-
-# -- detached dev broker (actionjournal dev kafka ...) ----------------------------------------
+def describe(info: DevKafka) -> str:
+    """One line per broker: node id, pid, port and whether it is alive (for ``status``)."""
+    lines = [
+        f"broker {broker.node_id}: pid {broker.pid}, port {broker.port}, "
+        f"{'alive' if _is_our_broker(broker) else 'NOT alive'}, workdir {broker.workdir}"
+        for broker in _brokers(info)
+    ]
+    return "\n".join(lines)
 
 
-def start(workdir: str | os.PathLike[str] | None = None, *, port: int | None = None) -> BrokerInfo:
-    """Start the detached dev broker (or return the one already running).
-
-    Data persists in ``workdir`` (default ``<cache>/dev/kafka``) across stop/start.
-    """
-    workdir = workdir or maven.cache_dir("dev", "kafka")
-    return start_detached("kafka", status, lambda: KafkaBroker(workdir, port=port))
+_DESCRIPTION = (
+    f"Run a local Apache Kafka {KAFKA_VERSION} broker (KRaft), or a cluster of several, for dev."
+)
 
 
-def status() -> BrokerInfo | None:
-    """The detached dev broker if it is running, else None (clearing a stale state file)."""
-    return read_state("kafka", BrokerInfo, _is_our_broker)
-
-
-def stop(timeout: float = 20.0) -> BrokerInfo | None:
-    """Stop the detached dev broker; returns what was stopped, or None if none was running."""
-
-    def stop_broker(info: BrokerInfo) -> None:
-        broker = KafkaBroker(info.workdir, port=info.port, controller_port=info.controller_port)
-        broker.pid = info.pid
-        broker.stop(timeout)
-
-    return stop_detached("kafka", status, stop_broker)
-
-
-_DESCRIPTION = f"Run a single-node Apache Kafka {KAFKA_VERSION} broker (KRaft) for dev."
+def _start_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--brokers",
+        type=_broker_count,
+        help="brokers of the cluster (default: as many as run already, else 1); 3 for "
+        "replicated topics (RF 3, min ISR 2). Each is also a controller of one quorum; its "
+        "ports are free ones, kept across restarts",
+    )
 
 
 def parser() -> argparse.ArgumentParser:
-    return dev_parser("kafka", "broker", _DESCRIPTION)
+    return dev_parser("kafka", "broker", _DESCRIPTION, _start_options)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``actionjournal dev kafka start|stop|status``; returns a process exit code."""
+    """``actionjournal dev kafka start [--brokers N]|stop|status``; returns an exit code."""
     return dev_main(
         argv,
         service="kafka",
         what="broker",
         description=_DESCRIPTION,
-        start=lambda workdir, port: start(workdir, port=port),
+        start=lambda workdir, port, brokers: start(workdir, port=port, brokers=brokers),
         stop=stop,
         status=status,
+        start_options=_start_options,
+        resume=lambda brokers: start(brokers=brokers),
+        describe=describe,  # type: ignore[arg-type]
     )
 
 
 # -- helpers ---------------------------------------------------------------------------------
 
 
-def _cluster_id() -> str:
-    # Same shape as `kafka-storage.sh random-uuid` (base64url UUID without padding) without
-    # paying for a JVM start. Kafka rejects ids starting with "-" (they look like options).
-    while True:
-        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
-        if not cid.startswith("-"):
-            return cid
-
-
-def _answers_metadata(bootstrap: str) -> bool:
-    """Ask for cluster metadata when confluent-kafka is installed; else trust the log line."""
+def _broker_count(text: str) -> int:
     try:
-        from confluent_kafka.admin import AdminClient
-    except ImportError:
-        return True
-    try:
-        md = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=5)
-    except Exception:
-        return False
-    return bool(md.brokers)
+        count = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of brokers") from None
+    if not 1 <= count <= 9:
+        raise argparse.ArgumentTypeError(f"{text!r}: between 1 and 9 brokers")
+    return count
 
 
-def _read_properties(path: Path) -> dict[str, str]:
-    try:
-        lines = path.read_text().splitlines()
-    except FileNotFoundError:
-        return {}
-    pairs = (line.split("=", 1) for line in lines if "=" in line and not line.startswith("#"))
-    return {k.strip(): v.strip() for k, v in pairs}
+def _resume(running: DevKafka, brokers: int | None) -> DevKafka:
+    """What ``start`` does when brokers run: the same count is reused (a dead broker of a
+    cluster started again); another count is refused."""
+    found = _brokers(running)
+    if brokers is not None and len(found) != brokers:
+        raise DevProcessError(
+            f"a dev Kafka of {len(found)} broker{'s' if len(found) > 1 else ''} already runs "
+            f"at {running.bootstrap}: stop it first (`actionjournal dev kafka stop`), then "
+            f"start {brokers}"
+        )
+    if isinstance(running, BrokerInfo) or all(_is_our_broker(b) for b in found):
+        return running
+    cluster = KafkaCluster(running.workdir, brokers=len(found))
+    alive_ones = tuple(b for b in found if _is_our_broker(b))
+    cluster.attach(ClusterInfo(running.pid, running.bootstrap, running.workdir, alive_ones))
+    print("starting the brokers that are not running...", file=sys.stderr, flush=True)
+    cluster.start()
+    info = cluster.detach()
+    write_state("kafka", info)
+    return info
 
 
-def _listener_port(listeners: str, name: str) -> int | None:
-    for listener in listeners.split(","):
-        if listener.startswith(f"{name}://"):
-            return int(listener.rsplit(":", 1)[1])
-    return None
+def _recorded(**fields: Any) -> DevKafka:
+    if "brokers" in fields:
+        return ClusterInfo.from_json(fields)
+    return BrokerInfo(**fields)
+
+
+def _brokers(info: DevKafka) -> tuple[BrokerInfo, ...]:
+    return info.brokers if isinstance(info, ClusterInfo) else (info,)
+
+
+def _is_ours(info: DevKafka) -> bool:
+    return any(_is_our_broker(broker) for broker in _brokers(info))
 
 
 def _is_our_broker(info: BrokerInfo) -> bool:

@@ -115,6 +115,8 @@ def send_signal(pid: int, sig: int) -> bool:
 
 
 def alive(pid: int) -> bool:
+    if pid <= 0:  # kill(0) and kill(-1) signal groups: no single process is meant
+        return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -377,6 +379,7 @@ def dev_main(
     start_options: Callable[[argparse.ArgumentParser], Any] | None = None,
     commands: Mapping[str, tuple[str, Callable[[], int]]] | None = None,
     resume: Callable[..., ServiceInfo] | None = None,
+    describe: Callable[[ServiceInfo], str] | None = None,
 ) -> int:
     """``actionjournal dev <service> start|stop|status``; returns a process exit code.
 
@@ -384,6 +387,9 @@ def dev_main(
     directory and client port options, and as keywords the options ``start_options`` adds.
     ``commands`` adds subcommands: name -> (help, function returning an exit code).
     ``resume`` (those keywords) is what ``start`` does when the service already runs.
+    ``describe`` says more of a running service for ``status`` (default: its pid and work
+    directory). ``status`` prints only the bootstrap address on stdout, so that
+    ``$(actionjournal dev ... status)`` is that address or empty; the rest goes to stderr.
     """
     commands = commands or {}
     helps = {name: text for name, (text, _) in commands.items()}
@@ -401,10 +407,15 @@ def dev_main(
         else:
             running = status()
             if running is None:
-                print(f"no {what} running")
+                print(f"no {what} running", file=sys.stderr)
                 return 1
             print(running.bootstrap)
-            print(f"pid {running.pid}, workdir {running.workdir}", file=sys.stderr)
+            details = (
+                describe(running)
+                if describe is not None
+                else f"pid {running.pid}, workdir {running.workdir}"
+            )
+            print(details, file=sys.stderr)
     except (DevProcessError, maven.MavenError) as exc:
         first, *rest = str(exc).strip().splitlines() or [""]
         print("\n".join([f"error: {first}", *(f"  {line}" for line in rest)]), file=sys.stderr)

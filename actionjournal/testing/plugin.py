@@ -15,10 +15,24 @@ Fixtures (prefixed ``aj_`` so they do not clash with a suite's own ``store`` or
 ``aj_kafka``
     a ``KafkaStoreConfig`` of a new topic (4 partitions) on that broker, deleted after the
     test.
+``aj_kafka_cluster``
+    a private :class:`~actionjournal.dev.kafka_cluster.KafkaCluster` of three brokers, started
+    on first use and shared by the session; before each test that asks for it, a broker an
+    earlier test killed is started again. Its handles: ``kill_broker(node)`` (SIGKILL),
+    ``start_broker(node)``, ``leader(topic, partition)``, ``wait_in_sync(topic)``.
+``aj_kafka_replicated``
+    a ``KafkaStoreConfig`` of a new topic on ``aj_kafka_cluster``: 4 partitions, replication
+    factor 3, ``min.insync.replicas`` 2 (what docs/kafka.md recommends); deleted after the test.
 ``aj_fluss_bootstrap`` (session), ``aj_fluss``
     the same for Apache Fluss (``FLUSS_BOOTSTRAP`` or a private cluster; pyfluss needed):
     a ``FlussStoreConfig`` of a new table (4 buckets), dropped after the test. Skipped, with
     the reason, when pyfluss, Java or Maven are missing.
+``aj_fluss_cluster``, ``aj_fluss_replicated``
+    the same for Fluss: a private :class:`~actionjournal.dev.fluss.FlussCluster` of three
+    tablet servers (ids 0-2, started on first use; one an earlier test killed is started
+    again; ``kill_tablet_server(n)``, ``start_tablet_server(n)``), and a
+    ``FlussStoreConfig`` of a new table on it (4 buckets, replication 3, 2 in sync),
+    dropped after the test.
 ``restore_scenario``
     a factory ``restore_scenario(agent, store=None, config=None)`` of
     :class:`~actionjournal.testing.harness.RestoreScenario` in the test's tmp dir, closed
@@ -43,6 +57,8 @@ from actionjournal.stores.kafka.config import KafkaStoreConfig
 from actionjournal.stores.sqlite import SqliteStore
 
 if TYPE_CHECKING:
+    from actionjournal.dev.fluss import FlussCluster
+    from actionjournal.dev.kafka_cluster import KafkaCluster
     from actionjournal.testing.harness import Journal, RestoreScenario
 
 
@@ -103,6 +119,47 @@ def aj_kafka(aj_kafka_bootstrap: str) -> Iterator[KafkaStoreConfig]:
 
 
 @pytest.fixture(scope="session")
+def _aj_kafka_cluster() -> Iterator[KafkaCluster]:
+    pytest.importorskip("confluent_kafka", reason="the Kafka store needs confluent-kafka")
+    if not _has_java():
+        pytest.skip("no Kafka cluster: install a JDK 17+ and Maven")
+    from actionjournal._maven import MavenError
+    from actionjournal.dev.kafka_cluster import KafkaCluster
+
+    cluster = KafkaCluster(brokers=3)
+    try:
+        cluster.__enter__()
+    except MavenError as exc:
+        pytest.skip(f"no Kafka cluster: make Maven work ({exc})")
+    try:
+        yield cluster
+    finally:
+        cluster.__exit__(None, None, None)
+
+
+@pytest.fixture
+def aj_kafka_cluster(_aj_kafka_cluster: KafkaCluster) -> KafkaCluster:
+    """Three local brokers, all running (one a previous test killed is started again)."""
+    _aj_kafka_cluster.start()
+    return _aj_kafka_cluster
+
+
+@pytest.fixture
+def aj_kafka_replicated(aj_kafka_cluster: KafkaCluster) -> Iterator[KafkaStoreConfig]:
+    """A new topic (4 partitions, RF 3, min ISR 2) on ``aj_kafka_cluster``; deleted after."""
+    config = KafkaStoreConfig(
+        bootstrap_servers=aj_kafka_cluster.bootstrap,
+        topic=f"aj-replicated-{uuid.uuid4().hex[:8]}",
+        partitions=4,
+        replication_factor=3,
+        min_insync_replicas=2,
+    )
+    yield config
+    aj_kafka_cluster.start()  # a test that killed brokers: the topic is deleted with all up
+    _delete(config)
+
+
+@pytest.fixture(scope="session")
 def aj_fluss_bootstrap() -> Iterator[str]:
     """A Fluss bootstrap address: ``FLUSS_BOOTSTRAP``, or a private cluster for the session."""
     try:
@@ -137,6 +194,47 @@ def aj_fluss(aj_fluss_bootstrap: str) -> Iterator[FlussStoreConfig]:
         bootstrap_servers=aj_fluss_bootstrap, table=f"aj_scenario_{uuid.uuid4().hex[:8]}", buckets=4
     )
     yield config
+    _delete(config)
+
+
+@pytest.fixture(scope="session")
+def _aj_fluss_cluster() -> Iterator[FlussCluster]:
+    pytest.importorskip("fluss", reason="the Fluss store needs pyfluss")
+    if not _has_java():
+        pytest.skip("no Fluss cluster: install a JDK 17+ and Maven")
+    from actionjournal._maven import MavenError
+    from actionjournal.dev.fluss import FlussCluster
+
+    cluster = FlussCluster(tablet_servers=3)
+    try:
+        cluster.__enter__()
+    except MavenError as exc:
+        pytest.skip(f"no Fluss cluster: make Maven work ({exc})")
+    try:
+        yield cluster
+    finally:
+        cluster.__exit__(None, None, None)
+
+
+@pytest.fixture
+def aj_fluss_cluster(_aj_fluss_cluster: FlussCluster) -> FlussCluster:
+    """Three local tablet servers, all running (one a previous test killed starts again)."""
+    _aj_fluss_cluster.start()
+    return _aj_fluss_cluster
+
+
+@pytest.fixture
+def aj_fluss_replicated(aj_fluss_cluster: FlussCluster) -> Iterator[FlussStoreConfig]:
+    """A new table (4 buckets, replication 3, 2 in sync) on ``aj_fluss_cluster``."""
+    config = FlussStoreConfig(
+        bootstrap_servers=aj_fluss_cluster.bootstrap,
+        table=f"aj_replicated_{uuid.uuid4().hex[:8]}",
+        buckets=4,
+        replication_factor=3,
+        min_insync_replicas=2,
+    )
+    yield config
+    aj_fluss_cluster.start()
     _delete(config)
 
 

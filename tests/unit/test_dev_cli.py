@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import socket
+import subprocess
+import sys
 
 import pytest
 
@@ -58,3 +61,66 @@ def test_start_says_what_it_does(capsys):
     err = capsys.readouterr().err.splitlines()
     assert err[0].startswith("starting the broker (the first start downloads its jars")
     assert err[1].startswith("broker ready after ") and "pid 4242" in err[1]
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("ACTIONJOURNAL_CACHE", str(tmp_path))
+    (tmp_path / "dev").mkdir()
+    return tmp_path / "dev"
+
+
+@pytest.mark.parametrize("service", ["kafka", "fluss"])
+def test_status_with_nothing_running_says_so_on_stderr_only(cache, capsys, service):
+    from actionjournal.dev import fluss, kafka
+
+    main = {"kafka": kafka.main, "fluss": fluss.main}[service]
+    assert main(["status"]) == 1
+    out, err = capsys.readouterr()
+    assert out == ""  # $(actionjournal dev kafka status) is empty, never a message
+    assert err.strip() in ("no broker running", "no cluster running")
+
+
+def test_a_state_file_with_pid_0_is_no_running_broker(cache, capsys):
+    from actionjournal.dev import kafka
+
+    state = cache / "kafka.json"
+    state.write_text(
+        '{"pid": 0, "bootstrap": "127.0.0.1:1", "workdir": "/nowhere", "port": 1, '
+        '"controller_port": 2}'
+    )
+    assert kafka.status() is None  # kill(0, 0) succeeds: it signals our own process group
+    assert not state.exists()
+    assert kafka.main(["status"]) == 1
+    assert capsys.readouterr().out == ""
+
+
+def test_a_cluster_state_file_lists_each_broker_and_whether_it_lives(cache, capsys):
+    from actionjournal.dev import kafka
+
+    # A live process that looks like broker 2 of the cluster; brokers 1 and 3 are gone.
+    workdir = cache / "kafka-3-brokers"
+    config = workdir / "broker-2" / "server.properties"
+    fake = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(60)", "kafka.Kafka", str(config)]
+    )
+    try:
+        brokers = [
+            {"pid": pid, "bootstrap": f"127.0.0.1:{port}", "workdir": str(workdir / f"broker-{n}"),
+             "port": port, "controller_port": port + 1, "node_id": n}
+            for n, pid, port in ((1, 999_999_991, 9001), (2, fake.pid, 9002), (3, 0, 9003))
+        ]  # fmt: skip
+        bootstrap = "127.0.0.1:9001,127.0.0.1:9002,127.0.0.1:9003"
+        state = {"pid": 999_999_991, "bootstrap": bootstrap, "workdir": str(workdir)}
+        (cache / "kafka.json").write_text(json.dumps({**state, "brokers": brokers}))
+        assert kafka.main(["status"]) == 0
+        out, err = capsys.readouterr()
+        assert out == bootstrap + "\n"
+        assert err.splitlines() == [
+            f"broker 1: pid 999999991, port 9001, NOT alive, workdir {workdir}/broker-1",
+            f"broker 2: pid {fake.pid}, port 9002, alive, workdir {workdir}/broker-2",
+            f"broker 3: pid 0, port 9003, NOT alive, workdir {workdir}/broker-3",
+        ]
+    finally:
+        fake.kill()
+        fake.wait()

@@ -8,9 +8,11 @@ job is submitted from.
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from actionjournal.stores.replication import insync_replicas
 
 # Client properties the store owns: changing them would break its guarantees or its fields.
 RESERVED_CLIENT_SETTINGS = {
@@ -44,7 +46,18 @@ class FlussStoreConfig(BaseModel):
     buckets: int = Field(64, gt=0)
     """Buckets of the table when the store creates it; an existing table must have as many."""
     replication_factor: int = Field(1, gt=0)
-    """Replicas per bucket when the store creates the table; use 3 in production (see docs)."""
+    """Replicas per bucket when the store creates the table; an existing table with fewer is
+    refused (see ``weak_table``). Use 3 in production (see docs)."""
+    min_insync_replicas: int | None = Field(None, gt=0)
+    """Copies an append needs before it is acknowledged. Fluss 0.9.1 sets this on the tablet
+    servers only (``log.replica.min-in-sync-replicas-number``; no table property, no client
+    API reads it): the store checks at open what it can see, that the table has at least
+    this many replicas and that as many tablet servers are registered. Default: 2, or 1 when
+    ``replication_factor`` is 1; at most ``replication_factor``."""
+    weak_table: Literal["refuse", "warn"] = "refuse"
+    """An existing table with fewer replicas than configured, or a cluster with fewer tablet
+    servers than ``min_insync_replicas``: ``refuse`` fails at open naming both numbers,
+    ``warn`` logs that and goes on."""
     create_table: bool = True
     """Create the database and table when missing; when false a missing one is an error."""
     table_properties: dict[str, str] = Field(default_factory=dict)
@@ -58,6 +71,13 @@ class FlussStoreConfig(BaseModel):
     """Budget of connecting, admin requests and each read's progress, in seconds."""
     recovery_cache_bytes: int = Field(256 * 1024 * 1024, ge=0)
     """Bytes of records read during recovery kept for keys not yet recovered; 0 disables."""
+
+    @model_validator(mode="after")
+    def _insync_within_replicas(self) -> Self:
+        # Frozen: the default depends on another field, so it is filled in here.
+        wanted = insync_replicas(self.replication_factor, self.min_insync_replicas)
+        object.__setattr__(self, "min_insync_replicas", wanted)
+        return self
 
     @field_validator("database", "table")
     @classmethod

@@ -33,6 +33,24 @@ def not_ready(exc: fluss.FlussError) -> bool:
     )
 
 
+def refused_for_now(exc: fluss.FlussError) -> bool:
+    """The server refused the record, or was not reached at all, because a bucket's leader
+    is moving (a tablet server lost or restarting): nothing was written, so the record may
+    be sent again, to the new leader. pyfluss says "Table not found" of a bucket without a
+    reachable leader; a table really dropped fails when the table is opened again."""
+    return (
+        not_ready(exc)
+        or exc.error_code in (codes.TABLE_NOT_EXIST, codes.INVALID_TABLE_EXCEPTION)
+        or unreachable(exc)
+    )
+
+
+def unreachable(exc: fluss.FlussError) -> bool:
+    """A server refused the connection: a tablet server just lost, until the metadata names
+    the bucket's new leader."""
+    return exc.error_code == codes.NETWORK_EXCEPTION and "Connection refused" in str(exc.message)
+
+
 def describe(exc: fluss.FlussError) -> str:
     message = str(exc.message).split("\n\tat ", 1)[0]  # no Java stack trace
     return f"{message} (Fluss error code {exc.error_code})"

@@ -6,7 +6,8 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
-from collections.abc import Coroutine
+import time
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -53,6 +54,36 @@ def own_loop() -> asyncio.AbstractEventLoop | None:
     return loop
 
 
-async def acknowledged(writer: Any, row: tuple[str, str, str, bytes], timeout: float) -> None:
-    async with asyncio.timeout(timeout):  # pyfluss binds the wait to the running loop
-        await writer.append(row).wait()
+# How often a waiting append asks whether its writer's tablet servers are still there.
+_CHECK_S = 0.5
+
+
+class WriterLost(Exception):
+    """The append's writer sends to a tablet server that left the cluster (see the store)."""
+
+
+async def acknowledged(
+    writer: Any,
+    row: tuple[str, str, str, bytes],
+    timeout: float,
+    lost: Callable[[], str | None],
+) -> None:
+    """Append ``row`` and wait for its acknowledgement (pyfluss binds the wait to the
+    running loop), for up to ``timeout`` seconds; :class:`WriterLost` as soon as ``lost()``
+    says why the writer will never be acknowledged."""
+    waiting = asyncio.ensure_future(writer.append(row).wait())
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            remaining = deadline - time.monotonic()
+            done, _ = await asyncio.wait({waiting}, timeout=max(0.0, min(_CHECK_S, remaining)))
+            if done:
+                waiting.result()  # raises the append's error
+                return
+            why = lost()
+            if why is not None:
+                raise WriterLost(why)
+            if remaining <= 0:
+                raise TimeoutError(f"no acknowledgement within {timeout:g} s")
+    finally:
+        waiting.cancel()

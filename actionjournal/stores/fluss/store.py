@@ -16,7 +16,7 @@ import logging
 import threading
 import time
 import weakref
-from collections.abc import Coroutine, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from typing import Any, TypeVar
 
 import fluss
@@ -45,13 +45,22 @@ from actionjournal.stores.fluss.errors import (
     codes,
     describe,
     not_ready,
+    refused_for_now,
+    unreachable,
 )
 from actionjournal.stores.fluss.inspection import as_found, scan_bucket
-from actionjournal.stores.fluss.loop import Loop, acknowledged, own_loop
+from actionjournal.stores.fluss.leaders import WriterWatch, tablet_servers
+from actionjournal.stores.fluss.loop import Loop, WriterLost, acknowledged, own_loop
 from actionjournal.stores.fluss.read import RecordSpan, Spans, collect, decode_runs, runs_cost
-from actionjournal.stores.fluss.table import check_table, create_table, table_info
+from actionjournal.stores.fluss.table import (
+    check_replication,
+    check_table,
+    create_table,
+    table_info,
+)
 from actionjournal.stores.quarantine import KeyRead, store_options
 from actionjournal.stores.recovery import RecentProbes, RecoveryCache
+from actionjournal.stores.replication import insync_replicas
 
 __all__ = ["FlussStore", "FlussStoreConfig", "fluss_bucket"]
 
@@ -119,6 +128,12 @@ class FlussStore(Inspectable):
         self._reopen: asyncio.Lock | None = None
         self._probes: dict[int, asyncio.Future[int]] = {}
         self._ends: dict[int, int] = {}  # each bucket's end offset as last seen, for markers
+        self._watch = WriterWatch()  # see leaders.py
+        self._watching: asyncio.Task[None] | None = None
+        # Asks which tablet servers are registered. Not the writer's connection: pyfluss 1.0
+        # forgets a connection's table metadata when asked for the server nodes, and its
+        # writer then fails every append with "Table not found".
+        self._servers_conn: Any = None
         try:
             self.table_id = self._call(self._open(), config.request_timeout_s, "opening")
         except BaseException:
@@ -155,8 +170,11 @@ class FlussStore(Inspectable):
         self._reopen = asyncio.Lock()
         try:
             self._conn = await fluss.FlussConnection.create(self._writer_config)
+            self._servers_conn = await fluss.FlussConnection.create(self._writer_config)
             admin = self._conn.get_admin()
-            info = await table_info(admin, self._path)
+            info = await _riding_failovers(
+                lambda: table_info(admin, self._path), cfg.request_timeout_s
+            )
             if info is None:
                 if not cfg.create_table:
                     raise StoreError(
@@ -167,6 +185,12 @@ class FlussStore(Inspectable):
             check_table(info, cfg)
             self.table_id = int(info.table_id)  # _wait_ready scans its buckets
             await self._wait_ready()
+            await self._check_replication(info)
+            self._watching = _started(
+                self._watch.run(
+                    self._servers_conn.get_admin(), lambda: self._generation, self._invalidate
+                )
+            )
             # Every agent reads each key's journal before its first run, and a restored job at
             # once: the read connection (7-10 ms) and the earliest offsets (2-20 ms, reused
             # for a second) are asked for now, not within the first read.
@@ -196,12 +220,40 @@ class FlussStore(Inspectable):
                 )
                 self._table = await self._conn.get_table(self._path)
                 await asyncio.gather(*(self._high_watermark(b) for b in buckets))
-                self._writer = self._table.new_append().create_writer()
+                await self._new_writer(self._table)
                 return
             except fluss.FlussError as exc:
                 if not not_ready(exc) and exc.error_code not in NO_TABLET_SERVER:
                     raise
             await asyncio.sleep(0.1)
+
+    async def _check_replication(self, info: Any) -> None:
+        """Refuse (or warn of) a table or cluster that keeps fewer copies than configured;
+        tablet servers still registering (a cluster starting) are waited for, for half of
+        request_timeout_s."""
+        deadline = time.monotonic() + self.config.request_timeout_s / 2
+        # As registered when the writer was made, then asked again while too few.
+        wanted = insync_replicas(self.config.replication_factor, self.config.min_insync_replicas)
+        while len(self._watch.servers) < wanted:
+            if time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.5)
+            self._watch.servers = await tablet_servers(self._servers_conn.get_admin())
+        problem = check_replication(info, len(self._watch.servers), self.config)
+        if problem is None:
+            return
+        if self.config.weak_table == "warn":
+            log.warning("%s; going on because weak_table='warn'", problem)
+            return
+        raise StoreError(
+            f"{problem}. A tablet server's loss could lose acknowledged journal records. Fix "
+            "it, or set weak_table='warn' to go on as it is"
+        )
+
+    async def _new_writer(self, table: Any) -> None:
+        """A writer of ``table``, and the tablet servers it may send to (see leaders.py)."""
+        self._watch.servers = await tablet_servers(self._servers_conn.get_admin())
+        self._writer = table.new_append().create_writer()
 
     # -- appends ---------------------------------------------------------------------------------
 
@@ -252,12 +304,20 @@ class FlussStore(Inspectable):
         exact = isinstance(record, RunCompleted)  # the one marker keyed state keeps
         here = None if exact else own_loop()
         try:
-            if here is not None and (writer := self._writer) is not None:
-                position = self._append_here(here, writer, row, bucket)
-            else:
-                position = self._loop.call(
-                    self._append(row, bucket, exact), timeout + _LOOP_MARGIN_S
-                )
+            with self._watch.waiting():
+                position = None
+                if here is not None and (writer := self._writer) is not None:
+                    with contextlib.suppress(_RefusedForNow):
+                        position = self._append_here(here, writer, row, bucket)
+                if position is None:  # on the store's loop, which retries refusals
+                    position = self._loop.call(
+                        self._append(row, bucket, exact), timeout + _LOOP_MARGIN_S
+                    )
+        except WriterLost as exc:
+            raise JournalWriteError(
+                f"{what} was sent to a bucket leader that is gone: {exc}. The record may or "
+                "may not have been written and counts as not written"
+            ) from None
         except TimeoutError:
             raise JournalWriteError(
                 f"{what}: no acknowledgement within ack_timeout_s={timeout:g}; the record may or "
@@ -278,17 +338,25 @@ class FlussStore(Inspectable):
         The bound is the bucket's end as seen before the row was sent, minus one: every
         offset the row, or anything later, can get is past it.
         """
-        generation = self._generation
-        try:
-            async with asyncio.timeout(self.config.ack_timeout_s):
+        deadline = time.monotonic() + self.config.ack_timeout_s
+        async with asyncio.timeout(self.config.ack_timeout_s):
+            while True:
                 if self._writer is None:
-                    await self._fresh_table()
+                    await self._fresh_table()  # a table really dropped fails here, at once
+                generation = self._generation
                 below = self._ends.get(bucket, 0) - 1
-                await self._writer.append(row).wait()
-                return await self._end_offset(bucket) - 1 if exact else below
-        except BaseException:
-            self._invalidate(generation)
-            raise
+                try:
+                    remaining = deadline - time.monotonic()
+                    await acknowledged(self._writer, row, remaining, self._lost_of(generation))
+                    return await self._end_offset(bucket) - 1 if exact else below
+                except fluss.FlussError as exc:
+                    self._invalidate(generation)
+                    if not refused_for_now(exc):
+                        raise
+                except BaseException:
+                    self._invalidate(generation)
+                    raise
+                await asyncio.sleep(0.2)  # a new leader soon: to it through a new writer
 
     def _append_here(
         self,
@@ -308,12 +376,19 @@ class FlussStore(Inspectable):
         generation = self._generation
         below = self._ends.get(bucket, 0) - 1
         try:
-            here.run_until_complete(acknowledged(writer, row, self.config.ack_timeout_s))
-        except BaseException:
+            here.run_until_complete(
+                acknowledged(writer, row, self.config.ack_timeout_s, self._lost_of(generation))
+            )
+        except BaseException as exc:
             with contextlib.suppress(RuntimeError):  # the store was closed meanwhile
                 self._loop.loop.call_soon_threadsafe(self._invalidate, generation)
+            if isinstance(exc, fluss.FlussError) and refused_for_now(exc):
+                raise _RefusedForNow from exc
             raise
         return below
+
+    def _lost_of(self, generation: int) -> Callable[[], str | None]:
+        return lambda: self._watch.lost(generation)
 
     def _invalidate(self, generation: int) -> None:
         """After a failure, write through a new table handle and writer.
@@ -341,7 +416,7 @@ class FlussStore(Inspectable):
                         codes.TABLE_NOT_EXIST,
                     )
                 self._table = table
-                self._writer = table.new_append().create_writer()
+                await self._new_writer(table)
             return self._table
 
     async def _end_offset(self, bucket: int) -> int:
@@ -382,7 +457,7 @@ class FlussStore(Inspectable):
             try:
                 batches = await scanner.collect_all_batches()
             except fluss.FlussError as exc:
-                if not not_ready(exc):
+                if not not_ready(exc) and not unreachable(exc):
                     raise
                 await asyncio.sleep(0.05)  # leader moving: callers bound the wait
                 continue
@@ -689,8 +764,9 @@ class FlussStore(Inspectable):
         async def ask() -> dict[int, int]:
             admin = self._conn.get_admin()
             buckets = list(range(self.config.buckets))
-            offsets: dict[int, int] = await admin.list_offsets(
-                self._path, buckets, fluss.OffsetSpec.earliest()
+            offsets: dict[int, int] = await _riding_failovers(
+                lambda: admin.list_offsets(self._path, buckets, fluss.OffsetSpec.earliest()),
+                self.config.request_timeout_s,
             )
             return offsets
 
@@ -712,6 +788,11 @@ class FlussStore(Inspectable):
             _open_stores.discard(self)
 
     async def _shutdown(self) -> None:
+        if self._watching is not None:
+            self._watching.cancel()
+        if self._servers_conn is not None:  # it never wrote: safe to close (see _parked)
+            await _close_quietly(self._servers_conn, self.name)
+            self._servers_conn = None
         await self._drop_reader()
         if self._earliest_query is not None:  # no pyfluss future left pending (see above)
             with contextlib.suppress(Exception, asyncio.CancelledError):
@@ -722,6 +803,24 @@ class FlussStore(Inspectable):
             else:
                 await _close_quietly(self._conn, self.name)
         self._conn = self._table = self._writer = None
+
+
+class _RefusedForNow(Exception):
+    """An append refused while its bucket's leader moves: sent again from the store's loop."""
+
+
+async def _riding_failovers(ask: Callable[[], Coroutine[Any, Any, T]], timeout: float) -> T:
+    """``ask()``, again for up to ``timeout`` seconds while a tablet server is lost and its
+    buckets get new leaders ("Connection refused" from a dead one for seconds)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return await ask()
+        except fluss.FlussError as exc:
+            moving = not_ready(exc) or exc.error_code in NO_TABLET_SERVER or unreachable(exc)
+            if not moving or time.monotonic() > deadline:
+                raise
+        await asyncio.sleep(0.2)
 
 
 def _started(coro: Coroutine[Any, Any, T]) -> asyncio.Task[T]:

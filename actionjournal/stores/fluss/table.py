@@ -10,6 +10,7 @@ import pyarrow as pa
 from actionjournal.durable.errors import StoreError
 from actionjournal.stores.fluss.config import FlussStoreConfig
 from actionjournal.stores.fluss.errors import codes
+from actionjournal.stores.replication import insync_replicas
 
 SCHEMA = pa.schema(
     [
@@ -81,3 +82,28 @@ def check_table(info: Any, cfg: FlussStoreConfig) -> None:
             "then bucketed by the lake's function, which this store does not compute. Use a "
             "table without data lake tiering"
         )
+
+
+def check_replication(info: Any, tablet_servers: int, cfg: FlussStoreConfig) -> str | None:
+    """What falls short of the configured replication: the table's replicas, or the tablet
+    servers registered for ``min_insync_replicas`` copies; None when nothing does."""
+    name = f"{cfg.database}.{cfg.table}"
+    found = []
+    try:
+        replicas = int(info.get_properties().get("table.replication.factor", ""))
+    except ValueError:
+        replicas = None  # the cluster's default.replication.factor: not known to clients
+    if replicas is not None and replicas < cfg.replication_factor:
+        found.append(
+            f"Fluss table {name} has replication factor {replicas}, below the configured "
+            f"replication_factor={cfg.replication_factor} (use a new table, or set "
+            f"replication_factor={replicas})"
+        )
+    wanted = insync_replicas(cfg.replication_factor, cfg.min_insync_replicas)
+    if tablet_servers < wanted:
+        found.append(
+            f"the cluster at {cfg.bootstrap_servers} has {tablet_servers} tablet server(s) "
+            f"registered, below the configured min_insync_replicas={wanted}: an "
+            "append could not be kept on that many copies (start the tablet servers)"
+        )
+    return "; and ".join(found) or None

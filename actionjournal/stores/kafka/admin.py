@@ -32,9 +32,17 @@ class Admin:
 
     def __init__(self, settings: dict[str, Any]) -> None:
         self.bootstrap = settings["bootstrap.servers"]
-        config: dict[str, Any] = {**settings, "error_cb": self._on_error}
-        self.client = AdminClient(config)
+        self._config: dict[str, Any] = {**settings, "error_cb": self._on_error}
+        self.client = AdminClient(self._config)
         self._failures: list[tuple[float, KafkaError]] = []
+
+    def renew(self, timeout: float = 0.0) -> None:
+        """A new client for the next attempt: an AdminClient keeps sending requests that
+        need the controller to the one it first learnt of, dead or not (30 s timeouts after
+        a broker SIGKILL); a new one asks the live brokers."""
+        self.close()
+        self.client = AdminClient(self._config)
+        self._failures = []
 
     def _on_error(self, error: KafkaError) -> None:
         if error.code() in _UNREACHABLE:
@@ -51,7 +59,9 @@ class Admin:
             self.client.poll(0)  # serves error_cb
             failures = self._failures
             if (
-                len(failures) >= _FAILED_CONNECTIONS
+                # One broker of several down (a failover) is no reason to give up.
+                any(e.code() == KafkaError._ALL_BROKERS_DOWN for _, e in failures)
+                and len(failures) >= _FAILED_CONNECTIONS
                 and failures[-1][0] - failures[0][0] >= _UNREACHABLE_FOR_S
             ):
                 connect = next(
@@ -92,24 +102,22 @@ def prepare_topic(settings: dict[str, Any], config: KafkaStoreConfig) -> tuple[s
                 f"one partition: set partitions={found} to use this topic, or use a new topic "
                 "(restore in upgrade mode). Never add partitions to a journal topic"
             )
-        replicas = {len(p.replicas) for p in description.partitions}
-        if replicas != {config.replication_factor}:
-            log.warning(
-                "Kafka journal topic %s has replication factor %s, configured %d",
-                config.topic, sorted(replicas), config.replication_factor,
-            )  # fmt: skip
-        return str(description.topic_id), _topic_limit(admin, config)
+        topic_settings = _topic_settings(admin, config)
+        _check_replication(config, description, topic_settings)
+        return str(description.topic_id), _topic_limit(config, topic_settings)
     finally:
         admin.close()
 
 
-def partition_count(settings: dict[str, Any], topic: str, timeout_s: float) -> int:
-    """The partition count of an existing topic (for the tools, told a topic, not a config)."""
+def topic_shape(settings: dict[str, Any], topic: str, timeout_s: float) -> tuple[int, int]:
+    """Partitions and replication factor (the least of any partition) of an existing topic:
+    for the tools, told a topic, not a config."""
     bootstrap_servers = settings["bootstrap.servers"]
     admin = Admin(settings)
     try:
         futures = admin.client.describe_topics(TopicCollection([topic]), request_timeout=timeout_s)
-        return len(admin.result(futures[topic], f"describing topic {topic}").partitions)
+        partitions = admin.result(futures[topic], f"describing topic {topic}").partitions
+        return len(partitions), min(len(p.replicas) for p in partitions)
     except KafkaException as exc:
         error = exc.args[0]
         if error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
@@ -148,9 +156,9 @@ def delete_records(
 
 
 def _describe_topic(admin: Admin, config: KafkaStoreConfig) -> Any:
-    def ask() -> Any:
+    def ask(timeout: float) -> Any:
         futures = admin.client.describe_topics(
-            TopicCollection([config.topic]), request_timeout=config.admin_timeout_s
+            TopicCollection([config.topic]), request_timeout=timeout
         )
         try:
             return admin.result(futures[config.topic], f"describing topic {config.topic}")
@@ -159,11 +167,58 @@ def _describe_topic(admin: Admin, config: KafkaStoreConfig) -> Any:
                 return None
             raise
 
-    return retrying(ask, f"describing topic {config.topic}", config)
+    return retrying(ask, f"describing topic {config.topic}", config, admin.renew)
+
+
+def _check_replication(
+    config: KafkaStoreConfig, description: Any, topic_settings: dict[str, str]
+) -> None:
+    """An existing topic with fewer copies than configured, or that acknowledges appends
+    with fewer in sync, is refused (``weak_topic='refuse'``) or logged (``'warn'``)."""
+    replicas = min(len(p.replicas) for p in description.partitions)
+    topic, wanted = config.topic, config.insync_replicas
+    found: list[str] = []
+    if replicas < config.replication_factor:
+        found.append(
+            f"replication factor {replicas}, below the configured replication_factor="
+            f"{config.replication_factor} (raise it with kafka-reassign-partitions, or use a "
+            f"new topic, or set replication_factor={replicas})"
+        )
+    try:
+        in_sync = int(topic_settings["min.insync.replicas"])
+    except (KeyError, ValueError):
+        in_sync = None  # not readable (ACLs): said once below, not refused
+        log.warning(
+            "cannot read min.insync.replicas of Kafka journal topic %s; the store needs %d",
+            topic, wanted,
+        )  # fmt: skip
+    if in_sync is not None and in_sync < wanted:
+        found.append(
+            f"min.insync.replicas={in_sync}, below the configured min_insync_replicas="
+            f"{wanted}: an append would be acknowledged with {in_sync} "
+            f"cop{'y' if in_sync == 1 else 'ies'} (raise it: kafka-configs.sh --alter "
+            f"--entity-type topics --entity-name {topic} --add-config "
+            f"min.insync.replicas={wanted}, or set min_insync_replicas={in_sync})"
+        )
+    if not found:
+        return
+    message = f"Kafka journal topic {topic!r} has {'; and '.join(found)}"
+    if config.weak_topic == "warn":
+        log.warning("%s; going on because weak_topic='warn'", message)
+        return
+    raise StoreError(
+        f"{message}. A broker's loss could lose acknowledged journal records. Fix the topic, "
+        "or set weak_topic='warn' to use it as it is"
+    )
 
 
 def _create_topic(admin: Admin, config: KafkaStoreConfig) -> None:
-    new = NewTopic(config.topic, config.partitions, config.replication_factor)
+    new = NewTopic(
+        config.topic,
+        config.partitions,
+        config.replication_factor,
+        config={"min.insync.replicas": str(config.insync_replicas)},
+    )
     futures = admin.client.create_topics(
         [new],
         request_timeout=config.admin_timeout_s,
@@ -181,8 +236,9 @@ def _create_topic(admin: Admin, config: KafkaStoreConfig) -> None:
             f"{config.bootstrap_servers}: {describe(error)}. {advice(error, config)}"
         ) from exc
     log.info(
-        "created Kafka journal topic %s: %d partitions, replication factor %d",
-        config.topic, config.partitions, config.replication_factor,
+        "created Kafka journal topic %s: %d partitions, replication factor %d, "
+        "min.insync.replicas %d",
+        config.topic, config.partitions, config.replication_factor, config.insync_replicas,
     )  # fmt: skip
 
 
@@ -201,15 +257,27 @@ def _wait_for_leaders(admin: Admin, config: KafkaStoreConfig) -> Any:
         time.sleep(0.1)
 
 
-def _topic_limit(admin: Admin, config: KafkaStoreConfig) -> int:
+def _topic_settings(admin: Admin, config: KafkaStoreConfig) -> dict[str, str]:
+    """The topic's configuration (its own values and the brokers' defaults), or {} when it
+    cannot be read (callers say what they assume instead)."""
     resource = ConfigResource(ConfigResource.Type.TOPIC, config.topic)
+
+    def ask(timeout: float) -> dict[str, str]:
+        futures = admin.client.describe_configs([resource], request_timeout=timeout)
+        entries = admin.result(futures[resource], f"reading topic {config.topic}'s settings")
+        return {name: entry.value for name, entry in entries.items()}
+
     try:
-        futures = admin.client.describe_configs([resource], request_timeout=config.admin_timeout_s)
-        entry = admin.result(futures[resource], f"reading topic {config.topic}'s settings")[
-            "max.message.bytes"
-        ]
-        return int(entry.value)
-    except (KafkaException, KeyError, ValueError, TypeError) as exc:
+        return retrying(ask, f"reading topic {config.topic}'s settings", config, admin.renew)
+    except StoreError as exc:
+        log.warning("cannot read the settings of topic %s: %s", config.topic, exc)
+        return {}
+
+
+def _topic_limit(config: KafkaStoreConfig, topic_settings: dict[str, str]) -> int:
+    try:
+        return int(topic_settings["max.message.bytes"])
+    except (KeyError, ValueError) as exc:
         log.warning(
             "cannot read max.message.bytes of topic %s (%s); assuming the default %d",
             config.topic, exc, _DEFAULT_TOPIC_LIMIT,

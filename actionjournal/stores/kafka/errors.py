@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from typing import TypeVar
@@ -13,12 +14,35 @@ from actionjournal.stores.kafka.config import KafkaStoreConfig
 
 T = TypeVar("T")
 
-# Seen for a few hundred ms after a topic is created or a broker restarts; worth a retry.
+# Seen for a few hundred ms after a topic is created or a broker restarts, and for seconds
+# while a partition's leader is replaced (a broker died: requests to it are cut off or time
+# out until the controller fences it and elects a new leader). Worth retrying until
+# admin_timeout_s is spent.
 TRANSIENT = {
     KafkaError.NOT_LEADER_FOR_PARTITION,
     KafkaError.LEADER_NOT_AVAILABLE,
     KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+    KafkaError.REPLICA_NOT_AVAILABLE,
+    KafkaError.BROKER_NOT_AVAILABLE,
+    KafkaError.FENCED_LEADER_EPOCH,
+    KafkaError.UNKNOWN_LEADER_EPOCH,
+    KafkaError.OFFSET_NOT_AVAILABLE,  # a new leader whose high watermark is not caught up
+    KafkaError.REQUEST_TIMED_OUT,
+    KafkaError.NETWORK_EXCEPTION,
+    KafkaError._DESTROY_BROKER,  # the connection to a dead broker was torn down under it
+    KafkaError._TIMED_OUT,  # the request waited on a dead broker
+    KafkaError._TRANSPORT,
+    KafkaError._WAIT_COORD,
+    KafkaError._NODE_UPDATE,
 }
+# A topic a moment old is unknown to the brokers that have not caught up with the
+# controller yet (a subtask created it; another asks its partition's leader): retried this
+# long, so that a topic really deleted still says so within seconds.
+NEW_TOPIC = {KafkaError.UNKNOWN_TOPIC_OR_PART}
+_NEW_TOPIC_S = 5.0
+# One attempt waits this long at most, so that a request stuck on a dead leader is asked
+# again (of the new leader, once the metadata names it) instead of waiting out the budget.
+_ATTEMPT_S = 3.0
 
 
 def describe(error: KafkaError) -> str:
@@ -67,18 +91,43 @@ def advice(error: KafkaError, config: KafkaStoreConfig) -> str:
     return "Check the broker logs and the client_config settings"
 
 
-def retrying(fn: Callable[[], T], what: str, config: KafkaStoreConfig) -> T:
-    """Run an admin/metadata request, retrying transient errors (new leaders, startup)."""
-    deadline = time.monotonic() + config.admin_timeout_s
+def retrying(
+    fn: Callable[[float], T],
+    what: str,
+    config: KafkaStoreConfig,
+    refresh: Callable[[float], object] | None = None,
+) -> T:
+    """Run an admin/metadata request, retrying transient errors (new leaders, startup) for
+    up to ``admin_timeout_s``; ``fn`` takes the seconds one attempt may wait. ``refresh``
+    runs before each retry: a client that asks a partition's leader must learn of a new one
+    (librdkafka refreshes a consumer's metadata only every 5 minutes when it is not
+    assigned the partition)."""
+    began = time.monotonic()
+    deadline = began + config.admin_timeout_s
     while True:
+        remaining = deadline - time.monotonic()
         try:
-            return fn()
+            return fn(max(0.5, min(_ATTEMPT_S, remaining)))
         except KafkaException as exc:
             error = exc.args[0]
             transient = error.retriable() or error.code() in TRANSIENT
-            if transient and time.monotonic() < deadline:
+            if error.code() in NEW_TOPIC and time.monotonic() - began < _NEW_TOPIC_S:
                 time.sleep(0.2)
                 continue
+            if transient and time.monotonic() < deadline:
+                time.sleep(0.2)
+                if refresh is not None:
+                    with contextlib.suppress(KafkaException):
+                        refresh(max(0.5, min(_ATTEMPT_S, deadline - time.monotonic())))
+                continue
+            if transient:
+                raise StoreError(
+                    f"{what} on {config.bootstrap_servers} failed for {config.admin_timeout_s:g} "
+                    f"s (admin_timeout_s): {describe(error)}. A leader change takes seconds; "
+                    "this took longer: check that most brokers are up (a partition needs a "
+                    "live in-sync replica to get a leader), then restart the job, or raise "
+                    "admin_timeout_s to wait longer"
+                ) from exc
             raise StoreError(
                 f"{what} on {config.bootstrap_servers} failed: {describe(error)}. "
                 f"{advice(error, config)}"

@@ -16,7 +16,7 @@ from actionjournal.durable.errors import RecordError, StoreError
 from actionjournal.durable.records import JournalRecord
 from actionjournal.durable.store import ScanFilter, ScannedRecord
 from actionjournal.stores.kafka.config import KafkaStoreConfig
-from actionjournal.stores.kafka.errors import advice, describe
+from actionjournal.stores.kafka.errors import TRANSIENT, advice, describe
 
 _HEADER = 5  # magic, version, type, flags
 _MAC = 32
@@ -214,18 +214,24 @@ def consume(
 def _until_error(
     messages: list[Message], where: str, position: int, end: int, config: KafkaStoreConfig
 ) -> tuple[list[Message], int]:
-    """The messages before the first error event; at the partition's end the read is over."""
-    for n, message in enumerate(messages):
+    """The messages before the first error event; at the partition's end the read is over.
+    A leader change on the way (a broker lost) is ridden through: its error events are left
+    out, the consumer fetches from the new leader by itself, and a read that stops making
+    progress fails after admin_timeout_s."""
+    kept: list[Message] = []
+    for message in messages:
         error = message.error()
         if error is None:
-            continue
-        if error.code() == KafkaError._PARTITION_EOF:
-            return messages[:n], end
-        at = offset_of(messages[n - 1]) if n else position - 1
-        raise StoreError(
-            f"reading {where} failed after offset {at}: {describe(error)}. {advice(error, config)}"
-        )
-    return messages, position
+            kept.append(message)
+        elif error.code() == KafkaError._PARTITION_EOF:
+            return kept, end
+        elif error.code() not in TRANSIENT:
+            at = offset_of(kept[-1]) if kept else position - 1
+            raise StoreError(
+                f"reading {where} failed after offset {at}: {describe(error)}. "
+                f"{advice(error, config)}"
+            )
+    return kept, position
 
 
 def scanned(
@@ -259,6 +265,37 @@ def scanned(
     return ScannedRecord(
         offset, len(value), head.namespace, head.operator_uid, record, signed, record.key_id
     )
+
+
+def scanned_batch(
+    messages: list[Message], wanted: ScanFilter, codec: RecordCodec, place: str
+) -> Iterator[ScannedRecord]:
+    """:func:`scanned` of a fetched batch. Bodies are what a tool reads, and a batch of
+    records that decode together (one namespace's, unsigned: the common case) is decoded in
+    one call (:meth:`RecordCodec.decode_many`), which costs less than reading each one's
+    headers; otherwise each message takes :func:`scanned`, which reads its headers first
+    and says which record is bad."""
+    values = [message.value() or b"" for message in messages]
+    try:
+        records = codec.decode_joined(b"".join(values), len(values)) if len(values) > 1 else None
+    except RecordError:
+        records = None
+    if records is None:
+        for message in messages:
+            item = scanned(message, wanted, codec.decode, place)
+            if item is not None:
+                yield item
+        return
+    for message, value, record in zip(messages, values, records, strict=True):
+        if wanted.ours(record.namespace, record.operator_uid):
+            yield ScannedRecord(
+                offset_of(message), len(value), record.namespace, record.operator_uid, record,
+                bool(value[4] & FLAG_SIGNED), record.key_id,
+            )  # fmt: skip
+        elif wanted.foreign:  # another namespace's or operator's: shown undecoded
+            yield ScannedRecord(
+                offset_of(message), len(value), record.namespace, record.operator_uid, None
+            )
 
 
 def offset_of(message: Message) -> int:

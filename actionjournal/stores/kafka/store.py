@@ -36,7 +36,7 @@ from actionjournal.durable.store import (
     ScannedRecord,
     StoreObserver,
 )
-from actionjournal.stores.kafka.admin import delete_records, partition_count, prepare_topic
+from actionjournal.stores.kafka.admin import delete_records, prepare_topic, topic_shape
 from actionjournal.stores.kafka.config import KafkaStoreConfig
 from actionjournal.stores.kafka.delivery import Delivery, Reports
 from actionjournal.stores.kafka.errors import advice, describe, retrying
@@ -48,7 +48,7 @@ from actionjournal.stores.kafka.read import (
     gc_paused,
     headers,
     offset_of,
-    scanned,
+    scanned_batch,
 )
 from actionjournal.stores.quarantine import KeyRead, decode_range, store_options
 from actionjournal.stores.recovery import (
@@ -362,8 +362,14 @@ class KafkaStore(Cleanable):
             **client_logging(),
             **config.client_config,
         }
-        partitions = partition_count(settings, config.topic, config.admin_timeout_s)
-        update = {"partitions": partitions, "create_topic": False, "recovery_cache_bytes": 0}
+        partitions, replicas = topic_shape(settings, config.topic, config.admin_timeout_s)
+        update = {  # the topic as it is: nothing to refuse or warn about
+            "partitions": partitions,
+            "replication_factor": replicas,
+            "min_insync_replicas": 1,
+            "create_topic": False,
+            "recovery_cache_bytes": 0,
+        }
         return cls(config.model_copy(update=update), codec, observer=observer)
 
     def partitions(self) -> list[int]:
@@ -389,16 +395,12 @@ class KafkaStore(Cleanable):
                 "auto.offset.reset": "error",
             }
         )
-        decode = self.codec.decode
         place = f"topic {self.topic} partition {partition}"
         done = 0
         try:
             with closing(consume(consumer, self.config, partition, start, end)) as batches:
                 for messages in batches:
-                    for message in messages:
-                        item = scanned(message, wanted, decode, place)
-                        if item is not None:
-                            yield item
+                    yield from scanned_batch(messages, wanted, self.codec, place)
                     done = offset_of(messages[-1]) + 1 - start
                     if progress is not None:
                         progress(done, end - start)
@@ -449,11 +451,10 @@ class KafkaStore(Cleanable):
     def _watermarks(self, partition: int) -> tuple[int, int]:
         tp = TopicPartition(self.topic, partition)
         low, high = retrying(
-            lambda: self._consumer.get_watermark_offsets(
-                tp, timeout=self.config.admin_timeout_s, cached=False
-            ),
+            lambda timeout: self._consumer.get_watermark_offsets(tp, timeout, cached=False),
             f"reading the offsets of topic {self.topic} partition {partition}",
             self.config,
+            refresh=lambda timeout: self._consumer.list_topics(self.topic, timeout),
         )
         return low, high
 
