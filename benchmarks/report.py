@@ -324,8 +324,8 @@ ABOUT: dict[str, About] = {
     ),
     "timers.fire.lateness.p99": About(
         "99th percentile of the ms from a timer's due time to the start of its run (its "
-        "action), for 400 probe timers due 3 s after their inputs, in a Flink job "
-        "(parallelism 1) whose 100 other keys hold 10,000 pending timers",
+        "action), for 200 probe timers due 6 s after their inputs (50 inputs a second), in a "
+        "Flink job (parallelism 1) whose 100 other keys hold 10,000 pending timers",
         "a plain PyFlink `KeyedProcessFunction` in the same job, fed by the same source, "
         "registering the same processing-time timers (10,000 far ones, then the probes): ms "
         "from each probe's timestamp to its `on_timer`",
