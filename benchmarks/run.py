@@ -25,6 +25,7 @@ from benchmarks import (
     bench_peer,
     bench_replicated,
     bench_retry,
+    bench_timers,
     bench_ui,
     report,
 )
@@ -40,6 +41,7 @@ MODULES = [
     bench_flink,
     bench_peer,
     bench_retry,
+    bench_timers,
     bench_examples,
     bench_ui,
 ]
