@@ -334,6 +334,29 @@ ABOUT: dict[str, About] = {
         "parallel run without journaling",
         "ratio<=",
     ),
+    "timers.schedule.overhead": About(
+        "ms per run of 2,000 runs over 100 keys on the local runner (SQLite journal), each run "
+        "one instant durable call and the scheduling of a named follow-up timer an hour ahead "
+        "(one pending per key); median of three rounds",
+        "the same runs without the timer, interleaved with ours",
+        "ratio<=",
+    ),
+    "timers.fire.lateness.p99": About(
+        "99th percentile of the ms from a timer's due time to the start of its run (its "
+        "action), for 200 probe timers due 6 s after their inputs (50 inputs a second), in a "
+        "Flink job (parallelism 1) whose 100 other keys hold 10,000 pending timers",
+        "a plain PyFlink `KeyedProcessFunction` in the same job, fed by the same source, "
+        "registering the same processing-time timers (10,000 far ones, then the probes): ms "
+        "from each probe's timestamp to its `on_timer`",
+        "ratio<=",
+    ),
+    "timers.pending.state_bytes": About(
+        "keyed state bytes per pending timer: a key's `KeyState` with 1,000 timers of a small "
+        'event (`{"ticket": "T-1234"}`), less the same state without them, per timer',
+        "the bytes of the event's encoded attributes, which any timer must keep (the ratio is "
+        "the bookkeeping around them: id, due time, event type, schedule)",
+        "ours<=",
+    ),
 }
 
 INTRO = """\

@@ -26,6 +26,7 @@ from benchmarks import (
     bench_replicated,
     bench_retry,
     bench_scale,
+    bench_timers,
     bench_ui,
     report,
 )
@@ -42,6 +43,7 @@ MODULES = [
     bench_scale,
     bench_peer,
     bench_retry,
+    bench_timers,
     bench_examples,
     bench_ui,
 ]

@@ -149,6 +149,12 @@ BAD_INPUTS = [
     ),
     ("malformed page, dead letters", lambda w: [*D, *sqlite(w["malformed"])], "malformed"),
     ("bad --since, dead letters", lambda w: [*D, *sqlite(w["journal"]), "--since", "x"], "--since"),
+    ("malformed page, timers", lambda w: ["timers", "list", *sqlite(w["malformed"])], "malformed"),
+    (
+        "bad --status, signals",
+        lambda w: ["signals", "list", *sqlite(w["journal"]), "--status", "lost"],
+        "invalid choice: 'lost'",
+    ),
     (
         "ui off loopback without a token",
         lambda w: ["ui", *sqlite(w["journal"]), "--host", "0.0.0.0"],
