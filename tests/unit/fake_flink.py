@@ -123,7 +123,7 @@ class Subtask:
 
     def element(self, key: Any, value: Any) -> None:
         self.key = key
-        list(self.function.process_element(value, _Context(self, key, TimeDomain.PROCESSING_TIME)))
+        list(self.function.process_element(value, Context(self, key, TimeDomain.PROCESSING_TIME)))
 
     def settle(self, key: Any, timeout: float = 10.0) -> list[Any]:
         """Fire the key's timer once its runs finished (as a wake-up would); its outputs."""
@@ -136,7 +136,7 @@ class Subtask:
                 assert time.monotonic() < deadline, f"the run of key {key!r} did not finish"
                 time.sleep(0.001)
             self.key = key
-            context = _Context(self, key, TimeDomain.PROCESSING_TIME)
+            context = Context(self, key, TimeDomain.PROCESSING_TIME)
             outputs += list(self.function.on_timer(0, context))
         return outputs
 
@@ -146,7 +146,7 @@ class Subtask:
             self.operator.close()
 
 
-class _Context:
+class Context:
     def __init__(self, subtask: Subtask, key: Any, domain: TimeDomain) -> None:
         self.subtask, self.key, self.domain = subtask, key, domain
 
