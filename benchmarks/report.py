@@ -234,6 +234,25 @@ ABOUT: dict[str, About] = {
         "3.4 and 5.1 on the same code",
         "ratio>=",
     ),
+    "scale.rocksdb.overhead": About(
+        "ms per run of the agent operator on SQLite, one instant durable call per run, with "
+        "Flink's RocksDB state backend and incremental checkpoints every 2 s, on a MiniCluster "
+        "at parallelism 1: rounds of 2,000 runs over 4,000 keys, so that from the third round "
+        "on each run's key is one whose state the Python worker no longer caches (1,000 keys) "
+        "and is read from RocksDB; timed as in `flink.key.sequential` (median of five rounds)",
+        "the same job on the heap state backend (`hashmap`), checkpoints every 2 s",
+        "ratio<=",
+    ),
+    "scale.recovery.after_tm_kill": About(
+        "seconds from a TaskManager's SIGKILL to the first output after it: the agent job "
+        "(50 inputs/s over 100 keys, one instant durable call per run, a SQLite journal, "
+        "checkpoints every second) on a session cluster of two TaskManagers (`actionjournal "
+        "dev flink`, RocksDB), the killed one running the job; median of three kills",
+        "the same job without actionjournal: the same call in a keyed Python map (so it too "
+        "restarts a Python worker), killed the same way, alternating with ours: Flink's own "
+        "restart",
+        "ratio<=",
+    ),
     "ui.runs.first_page": About(
         "ms to the first runs page (HTML over HTTP, from the real `actionjournal ui` process) on "
         "a 1,000,000-record SQLite journal once its run index is built; the median of seven "

@@ -18,7 +18,7 @@ drains the key's remaining runs before the job finishes.
 
 The key's own timers and signal deadlines (:mod:`actionjournal.operator.waits`) live in
 its keyed state; the key keeps one processing-time timer for them and its runs together,
-the earliest it needs.
+the earliest it needs. An idle key without timers of its own keeps no timer.
 """
 
 from __future__ import annotations
@@ -67,6 +67,7 @@ from actionjournal.flink.wakeups import RunWakeups
 from actionjournal.operator.dead_letters import DeadLetter
 from actionjournal.operator.engine import AgentEngine, KeyState
 from actionjournal.stores.factory import open_store
+from actionjournal.stores.seen import SeenKeys
 
 END_OF_TIME = 2**63 - 1  # an event-time timer here fires when a bounded input ends
 BUNDLE_SIZE = "python.fn-execution.bundle.size"
@@ -84,6 +85,7 @@ DEAD_LETTERS = OutputTag("actionjournal-dead-letters", Types.PICKLED_BYTE_ARRAY(
 # the job consumes the dead letters.
 RESTORED = "actionjournal.restored"
 RESTORED_BINDINGS = "actionjournal.restored-bindings"
+RESTORED_HISTORY = "actionjournal.restored-history"
 DEAD_LETTERS_CONSUMED = "actionjournal.dead-letters"
 NOT_KEPT = (
     "agent %s cannot reach its operator's wake-up socket, so the journal binding is not "
@@ -300,11 +302,13 @@ class AgentFunction(KeyedProcessFunction):
                 log.warning(NOT_KEPT, self.agent.operator_uid)
             else:
                 self._wakeups.send_binding(binding)
+                # The operator keeps the journals, so keys keep references to them.
+                self.engine.compact_markers = True
         self._resume_at: dict[str, int] = {}  # each key's processing-time timer, in ms
         self._wake_at: dict[str, int] = {}  # busy keys with timers: the next one due, in ms
         # Keys saved since the start, when it restored no state (else None; see _load).
         fresh = runtime_context.get_job_parameter(RESTORED, "") == "false"
-        self._saved: set[str] | None = set() if fresh else None
+        self._saved = SeenKeys() if fresh else None
 
     def _bind(self, runtime_context: RuntimeContext) -> str | None:
         """Refuse state written against another journal before any element or timer runs;
@@ -313,19 +317,24 @@ class AgentFunction(KeyedProcessFunction):
         if restored is None:  # PyFlink's own operator (no JDK, or thread mode): per key only
             return None
         first = runtime_context.get_index_of_this_subtask() == 0
+        bindings = self._restored(restored)
+        history = self._restored(runtime_context.get_job_parameter(RESTORED_HISTORY, "[]"))
+        if not bindings and runtime_context.get_job_parameter(RESTORED, "") == "true" and first:
+            log.warning(NO_BINDING, self.agent.operator_uid)
+        binding = self.engine.restore.bind(bindings, audit=first, history=history)  # one audits
+        return msgspec.json.encode(binding).decode()
+
+    def _restored(self, parameter: str) -> list[JournalBinding]:
+        """Bindings the agent operator restored (a job parameter, JSON)."""
         try:
-            bindings = msgspec.json.decode(restored, type=list[JournalBinding])
+            return msgspec.json.decode(parameter, type=list[JournalBinding])
         except msgspec.DecodeError as exc:
             raise CorruptRecordError(
                 f"the journal binding restored with agent {self.agent.operator_uid}'s state "
-                f"does not decode ({exc}): {restored[:200]!r}; run the actionjournal release "
+                f"does not decode ({exc}): {parameter[:200]!r}; run the actionjournal release "
                 "that took the checkpoint",
                 f"operator state of {self.agent.operator_uid}",
             ) from None
-        if not bindings and runtime_context.get_job_parameter(RESTORED, "") == "true" and first:
-            log.warning(NO_BINDING, self.agent.operator_uid)
-        binding = self.engine.restore.bind(bindings, audit=first)  # one subtask audits for all
-        return msgspec.json.encode(binding).decode()
 
     def close(self) -> None:
         self._loop.call_soon_threadsafe(self._loop.stop)
@@ -382,7 +391,7 @@ class AgentFunction(KeyedProcessFunction):
             if drain:
                 concurrent.futures.wait([runs.future])
             for result in runs.collect():
-                state = self.engine.complete(state, result)
+                state = self.engine.complete(state, result, key_id)
                 self._save(key_id, state)
                 for event in result.outputs:
                     output = event.attributes["output"]
@@ -473,7 +482,9 @@ class AgentFunction(KeyedProcessFunction):
 
     def _disarm(self, ctx: Any, key_id: str, state: KeyState | None = None) -> None:
         """The key is idle: its resume timer would only find nothing to do; a timer of its
-        own keeps the key's one processing-time timer, at its due time."""
+        own keeps the key's one processing-time timer, at its due time. An idle key without
+        one keeps no timer: one per key ever seen would grow Flink's state with the keys, and
+        at the end of a bounded input every one of them would fire (docs/scale.md)."""
         timers = ctx.timer_service()
         now = timers.current_processing_time()
         wake = self._next_wake(key_id, state)
@@ -481,6 +492,7 @@ class AgentFunction(KeyedProcessFunction):
         if wake is not None:
             self._keep_timer(timers, key_id, wake, now, exact=True)
             return
+        timers.delete_event_time_timer(END_OF_TIME)
         at = self._resume_at.pop(key_id, None)
         if at is not None and at > now:
             timers.delete_processing_time_timer(at)
@@ -508,7 +520,9 @@ class AgentFunction(KeyedProcessFunction):
     def _load(self, key_id: str) -> KeyState:
         """The key's state. A job that restored no state has none for a key this function
         never saved: reading it would ask the Java side (about 3 ms a key on a MiniCluster),
-        which a key's first input then paid every time."""
+        which a key's first input then paid every time. The keys saved are kept in fixed
+        memory (:class:`SeenKeys`): a key taken for saved when it was not is read, as in a
+        restored job."""
         if self._saved is not None and key_id not in self._saved:
             return KeyState()
         data = self._state.value()

@@ -37,6 +37,8 @@ from actionjournal.durable.writer import JournalHealth
 from actionjournal.operator.config import RunFailurePolicy
 from actionjournal.operator.dead_letters import DeadLetter
 from actionjournal.operator.failures import RunFailures, redrive_check
+from actionjournal.operator.markers import KeyMarker
+from actionjournal.operator.recovered import Recovered
 from actionjournal.operator.restore import RestoreChecks
 from actionjournal.operator.run import RunEnv, RunExecution, RunResult
 from actionjournal.operator.sequence import REDELIVERY_WAIT_S, Journaled, sequenced
@@ -62,7 +64,13 @@ class PendingInput(msgspec.Struct, array_like=True):
 
 
 class KeyState(msgspec.Struct, array_like=True):
-    """Everything a key needs to resume; Flink checkpoints it as keyed state."""
+    """Everything a key needs to resume; Flink checkpoints it as keyed state.
+
+    The recovery marker is one of ``marker`` (the whole store identity; state written by
+    older releases, or where no operator keeps the job's journals) and ``at`` (a reference
+    to a journal the job keeps, :mod:`~actionjournal.operator.markers`); read it with
+    :meth:`AgentEngine.marker_of`.
+    """
 
     next_seq: int = 0
     pending: list[PendingInput] = []
@@ -73,6 +81,7 @@ class KeyState(msgspec.Struct, array_like=True):
     # Inputs that wait for a sequence number: after a restore, until the journal's order of
     # the key's timers and inputs is restored (actionjournal.operator.sequence).
     held: list[PendingInput] = []
+    at: KeyMarker | None = None  # the marker as a reference (see above); appended last
 
 
 class AgentEngine:
@@ -101,10 +110,13 @@ class AgentEngine:
         )
         self.env = RunEnv(agent, store, self.config, values, self.metrics, JournalHealth())
         self.failures = RunFailures(self.env, on_run_failure, run_failure_restarts)
-        self._journals: dict[str, KeyJournal] = {}
-        self._recovered: set[str] = set()
+        self._journals: dict[str, KeyJournal] = {}  # keys with recorded runs still to replay
+        self._recovered = Recovered(store.identity, self.config.epoch)
         self._reading = threading.Lock()  # a key's journal is read by one thread, once
         self.restore = RestoreChecks(store, self.config, agent.operator_uid)
+        self.compact_markers = False
+        """Keep markers as references (``KeyState.at``): set where the job keeps its
+        binding and :attr:`RestoreChecks.history` once, beside the keys' state."""
         self.restored = False
         """The keyed state was restored (a snapshot, a checkpoint): a key's journal may
         then hold runs its state does not reflect, whose order of inputs and timers the
@@ -191,8 +203,8 @@ class AgentEngine:
         journal now, once, when the key's order can depend on it)."""
         if key_id is None or not self.restored:
             return None
-        if key_id not in self._recovered and (
-            state.pending or state.timers or state.signals or state.held
+        if (state.pending or state.timers or state.signals or state.held) and (
+            self._recovered.needs_read(key_id, self.marker_of(state))
         ):
             self._ensure_recovered(key_id, state)
         return self._journaled.get(key_id)
@@ -216,7 +228,7 @@ class AgentEngine:
         pending = state.pending[0]
         self.env.health.check(f"run seq {pending.seq} of key id {key_id}")
         if pending.redrive:
-            self.restore.validate_marker(key_id, state.marker)  # the journal it was written to
+            self.restore.validate_marker(key_id, self.marker_of(state))  # its journal
             try:
                 recorded = self.failures.redriven_run(key_id, pending.seq, pending.redrive)
             except RedriveError as exc:
@@ -247,7 +259,7 @@ class AgentEngine:
             result.consumed = consumed
             return result
         memory = values.decode(state.memory) if state.memory else {}
-        marker = state.marker
+        marker = self.marker_of(state)
         stale = marker is not None and not self.restore.current(marker)
         consequence = self.failures.consequence(recorded)
         run = RunExecution(
@@ -271,7 +283,7 @@ class AgentEngine:
         result.consumed = consumed
         return result
 
-    def complete(self, state: KeyState, result: RunResult) -> KeyState:
+    def complete(self, state: KeyState, result: RunResult, key_id: str) -> KeyState:
         """The key's state after its oldest pending run finished with ``result`` (a dead
         letter keeps the memory, timers and signals the key had before the run; the timer
         or signal that started it is used up all the same)."""
@@ -284,23 +296,35 @@ class AgentEngine:
         if result.consumed is not None or ops:
             seq = state.pending[0].seq
             timers, signals = applied(timers, signals, result.consumed, ops, seq)
+        marker, at = state.marker, state.at
+        if result.marker is not None:
+            self._recovered.wrote(key_id, result.marker, key_id in self._journals)
+            if self.compact_markers:
+                marker, at = None, self.restore.journals.compact(result.marker)
+            else:
+                marker, at = result.marker, None
         return msgspec.structs.replace(
             state,
             pending=state.pending[1:],
             memory=memory,
-            marker=result.marker or state.marker,
+            marker=marker,
+            at=at,
             timers=timers,
             signals=signals,
         )
+
+    def marker_of(self, state: KeyState) -> Marker | None:
+        """The key's recovery marker, with the journal it points into."""
+        return self.restore.journals.marker_of(state.marker, state.at)
 
     # -- recovery ---------------------------------------------------------------
 
     def _ensure_recovered(self, key_id: str, state: KeyState) -> None:
         with self._reading:
-            if key_id in self._recovered:
+            if not self._recovered.needs_read(key_id, self.marker_of(state)):
                 return
             recovered = self.recover(key_id, state)  # raises again if asked again after failing
-            self._recovered.add(key_id)
+            self._recovered.read(key_id)
             if recovered.runs or recovered.uncertain:
                 self._journals[key_id] = recovered
             if self.restored and recovered.runs:
@@ -308,7 +332,7 @@ class AgentEngine:
 
     def _recorded_run(self, key_id: str, state: KeyState) -> RecordedRun:
         seq = state.pending[0].seq
-        if key_id not in self._recovered:
+        if self._recovered.needs_read(key_id, self.marker_of(state)):
             self._ensure_recovered(key_id, state)
         journal = self._journals.get(key_id)
         if journal is None:
@@ -321,7 +345,8 @@ class AgentEngine:
 
     def recover(self, key_id: str, state: KeyState) -> KeyJournal:
         """Read and index the key's records written after its marker, validating the marker."""
-        marker = self.restore.validate_marker(key_id, state.marker)
+        restored = self.marker_of(state)
+        marker = self.restore.validate_marker(key_id, restored)
         after = marker
         earliest = self.store.earliest_position(key_id) if marker is not None else 0
         if marker is not None and marker.position + 1 < earliest:
@@ -347,7 +372,7 @@ class AgentEngine:
             journal.records,
         )
         gone_to = earliest if marker is not None and after is None else None
-        self.restore.check_read(key_id, state.marker, marker, gone_to, journal, bool(state.pending))
+        self.restore.check_read(key_id, restored, marker, gone_to, journal, bool(state.pending))
         if journal.records:
             log.info(
                 "key %s: recovered %d journal records of %d runs",

@@ -41,6 +41,7 @@ from actionjournal.operator.clock import epoch_clock
 from actionjournal.operator.config import RunFailureOptions, RunFailurePolicy
 from actionjournal.operator.dead_letters import DeadLetter
 from actionjournal.operator.engine import AgentEngine, KeyState
+from actionjournal.operator.markers import Journals
 
 log = logging.getLogger(__name__)
 NO_BINDING = (
@@ -67,6 +68,15 @@ class Snapshot(msgspec.Struct):
     operator_uid: str = ""
     # The journal and epoch the state was written against (None: an older snapshot).
     binding: JournalBinding | None = None
+    # Older journals keys' markers may reference (AgentEngine.history).
+    history: list[JournalBinding] = []
+
+    def journals(self) -> Journals:
+        """The journals the keys' markers may reference (``Journals.marker_of``)."""
+        journals = Journals()
+        for binding in [*self.history, *([self.binding] if self.binding else [])]:
+            journals.add(binding.store, binding.epoch)
+        return journals
 
 
 OutputSink = Callable[[Any, Event], None]
@@ -137,6 +147,7 @@ class LocalRunner:
             options.run_failure_restarts,
             self.clock,
         )
+        self.engine.compact_markers = True  # snapshots keep the journals they reference
         self.on_output = on_output
         self.on_dead_letter = on_dead_letter
         self.states: dict[str, tuple[Any, KeyState]] = {}
@@ -315,7 +326,7 @@ class LocalRunner:
                     break
                 result = await self.engine.run_next(key, key_id, state)
                 key, state = self.states[key_id]  # inputs may have arrived meanwhile
-                state = self.engine.complete(state, result)
+                state = self.engine.complete(state, result, key_id)
                 if state.timers or state.signals or state.held:
                     state = self.engine.fire_due(state, key_id)
                 self._keep(key_id, key, state)
@@ -347,6 +358,7 @@ class LocalRunner:
             self.engine.config.namespace,
             self.engine.agent.operator_uid,
             self.engine.restore.binding,
+            self.engine.restore.history,
         )
         path = Path(path)
         tmp = path.with_name(path.name + ".tmp")
@@ -384,7 +396,8 @@ class LocalRunner:
             )
         if snap.binding is None:
             log.warning(NO_BINDING, path)
-        runner.engine.restore.bind([snap.binding] if snap.binding else [])  # before any key runs
+        # Before any key runs.
+        runner.engine.restore.bind([snap.binding] if snap.binding else [], history=snap.history)
         values = runner.engine.env.values
         runner.inputs_consumed = snap.inputs_consumed
         for k in snap.keys:

@@ -138,10 +138,11 @@ def load_snapshot(
     ours = store.identity
     keys: dict[str, KeyNeeds] = {}
     foreign_markers: set[str] = set()
+    journals = snap.journals()
     for k in snap.keys:
         state = k.state
         pending = tuple(p.seq for p in state.pending)
-        marker = state.marker
+        marker = journals.marker_of(state.marker, state.at)
         partition = position = None
         if marker is not None:
             theirs = marker.store
