@@ -20,7 +20,7 @@ BENCH_STAMP := $(VENV)/.installed-bench
 SOAK_STAMP := $(VENV)/.installed-soak
 SOAK_MINUTES ?= 10
 
-.PHONY: demo test test-fast typecheck bench soak soak-smoke lint docs clean
+.PHONY: demo test test-extended test-fast typecheck bench soak soak-smoke lint docs clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -39,6 +39,10 @@ test: $(STAMP) typecheck
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/python -m pytest -q
+
+# The `extended` tests: more cases of kinds `make test` covers once (tests/cluster/test_failover_more.py).
+test-extended: $(STAMP)
+	$(BIN)/python -m pytest -q -m extended
 
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not slow and not kafka and not fluss and not flink and not cluster"

@@ -146,6 +146,18 @@ if TYPE_CHECKING:
     from actionjournal.durable.retry import (
         RetryPolicy as RetryPolicy,
     )
+    from actionjournal.durable.waits import (
+        Signal as Signal,
+    )
+    from actionjournal.durable.waits import (
+        SignalInput as SignalInput,
+    )
+    from actionjournal.durable.waits import (
+        SignalReceived as SignalReceived,
+    )
+    from actionjournal.durable.waits import (
+        SignalTimedOut as SignalTimedOut,
+    )
     from actionjournal.operator.context import (
         RunnerContext as RunnerContext,
     )
@@ -212,6 +224,7 @@ _LAZY = {
         "StillRunning",
     ),
     "actionjournal.durable.retry": ("RetryPolicy",),
+    "actionjournal.durable.waits": ("Signal", "SignalInput", "SignalReceived", "SignalTimedOut"),
     "actionjournal.operator.context": ("RunnerContext",),
     "actionjournal.operator.dead_letters": ("DeadLetter",),
     "actionjournal.operator.local": ("LocalRunner",),

@@ -31,6 +31,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 from pyflink.datastream import DataStream
@@ -48,7 +49,9 @@ def _elements(n: int, keys: int, first: int = 0) -> list[str]:
     return [json.dumps({"k": f"key-{i % keys}", "i": i, "d": 0}) for i in range(first, first + n)]
 
 
-def _per_run_ms(directory: Path, side: str, n: int, keys: int, rounds: int) -> list[float]:
+def _per_run_ms(
+    directory: Path, side: str, n: int, keys: int, rounds: int, state_backend: Any = None
+) -> list[float]:
     """ms per output between the first and the last output of each of ``rounds`` rounds of
     ``n`` inputs over ``keys`` keys, in one job.
 
@@ -59,7 +62,9 @@ def _per_run_ms(directory: Path, side: str, n: int, keys: int, rounds: int) -> l
     map after the operator reports each output (start-up excluded).
     """
     batches = [_elements(n, keys, r * n) for r in range(rounds)]
-    job = _socket_job(directory, side, flink_jobs.Instant(), flink_jobs.instant, batches[0][0])
+    job = _socket_job(
+        directory, side, flink_jobs.Instant(), flink_jobs.instant, batches[0][0], state_backend
+    )
     per_run = []
     with job as (inputs, answers):
         feed, _ = inputs.accept()
@@ -79,7 +84,13 @@ def _per_run_ms(directory: Path, side: str, n: int, keys: int, rounds: int) -> l
 
 @contextlib.contextmanager
 def _socket_job(
-    directory: Path, side: str, agent, call, sample: str, latency: bool = False
+    directory: Path,
+    side: str,
+    agent,
+    call,
+    sample: str,
+    state_backend: Any = None,
+    latency: bool = False,
 ) -> Iterator[tuple[socket.socket, socket.socket]]:
     """A job of ``side`` (ours, or the floor making ``call``) reading lines from a socket
     source and reporting each output to the benchmark (:class:`flink_jobs.Notify`).
@@ -89,7 +100,7 @@ def _socket_job(
     """
     directory.mkdir()
     inputs, answers = _listener(), _listener()
-    env, agents = flink_jobs.environment(directory)
+    env, agents = flink_jobs.environment(directory, state_backend)
     if latency:
         env.set_buffer_timeout(0)  # records go downstream at once
     source = _socket_source(env, inputs)

@@ -18,6 +18,7 @@ import json
 import socket
 import time
 from pathlib import Path
+from typing import Literal
 
 import httpx
 import msgspec
@@ -153,9 +154,17 @@ def key_of(element: str) -> str:
     return json.loads(element)["k"]
 
 
-def environment(directory: Path) -> tuple[object, AgentsExecutionEnvironment]:
-    """A local environment with the settings our operator gives a job, for both sides."""
-    env = local_env()
+def environment(
+    directory: Path, state_backend: Literal["hashmap", "rocksdb"] | None = None
+) -> tuple[object, AgentsExecutionEnvironment]:
+    """A local environment with the settings our operator gives a job, for both sides; with
+    a ``state_backend``, checkpoints every 2 s on it (else none, on the heap)."""
+    if state_backend is None:
+        env = local_env()
+    else:
+        env = local_env(
+            directory / "checkpoints", checkpoint_interval_ms=2000, state_backend=state_backend
+        )
     config = AgentsConfig(store=SqliteStoreConfig(path=str(directory / "journal.db")))
     return env, AgentsExecutionEnvironment.get_execution_environment(env, config)
 

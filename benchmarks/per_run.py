@@ -135,7 +135,7 @@ def measure(runs: int) -> tuple[float, float, Parts]:
             parts.seconds[HOP_LOOP] += on_loop["start"] - handed + back - on_loop["end"]
             parts.seconds[RUN] += on_loop["end"] - on_loop["start"]
             with parts.timed(STATE, "state writes"):  # as flink.py's on_timer, once per run
-                state = engine.complete(state, result)
+                state = engine.complete(state, result, key_id)
                 data = msgspec.msgpack.encode(state)
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
         engine.store.close()

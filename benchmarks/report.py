@@ -234,6 +234,25 @@ ABOUT: dict[str, About] = {
         "3.4 and 5.1 on the same code",
         "ratio>=",
     ),
+    "scale.rocksdb.overhead": About(
+        "ms per run of the agent operator on SQLite, one instant durable call per run, with "
+        "Flink's RocksDB state backend and incremental checkpoints every 2 s, on a MiniCluster "
+        "at parallelism 1: rounds of 2,000 runs over 4,000 keys, so that from the third round "
+        "on each run's key is one whose state the Python worker no longer caches (1,000 keys) "
+        "and is read from RocksDB; timed as in `flink.key.sequential` (median of five rounds)",
+        "the same job on the heap state backend (`hashmap`), checkpoints every 2 s",
+        "ratio<=",
+    ),
+    "scale.recovery.after_tm_kill": About(
+        "seconds from a TaskManager's SIGKILL to the first output after it: the agent job "
+        "(50 inputs/s over 100 keys, one instant durable call per run, a SQLite journal, "
+        "checkpoints every second) on a session cluster of two TaskManagers (`actionjournal "
+        "dev flink`, RocksDB), the killed one running the job; median of three kills",
+        "the same job without actionjournal: the same call in a keyed Python map (so it too "
+        "restarts a Python worker), killed the same way, alternating with ours: Flink's own "
+        "restart",
+        "ratio<=",
+    ),
     "ui.runs.first_page": About(
         "ms to the first runs page (HTML over HTTP, from the real `actionjournal ui` process) on "
         "a 1,000,000-record SQLite journal once its run index is built; the median of seven "
@@ -314,6 +333,29 @@ ABOUT: dict[str, About] = {
         "the configured latency of the slowest branch plus the aggregation: a perfectly "
         "parallel run without journaling",
         "ratio<=",
+    ),
+    "timers.schedule.overhead": About(
+        "ms per run of 2,000 runs over 100 keys on the local runner (SQLite journal), each run "
+        "one instant durable call and the scheduling of a named follow-up timer an hour ahead "
+        "(one pending per key); median of three rounds",
+        "the same runs without the timer, interleaved with ours",
+        "ratio<=",
+    ),
+    "timers.fire.lateness.p99": About(
+        "99th percentile of the ms from a timer's due time to the start of its run (its "
+        "action), for 200 probe timers due 6 s after their inputs (50 inputs a second), in a "
+        "Flink job (parallelism 1) whose 100 other keys hold 10,000 pending timers",
+        "a plain PyFlink `KeyedProcessFunction` in the same job, fed by the same source, "
+        "registering the same processing-time timers (10,000 far ones, then the probes): ms "
+        "from each probe's timestamp to its `on_timer`",
+        "ratio<=",
+    ),
+    "timers.pending.state_bytes": About(
+        "keyed state bytes per pending timer: a key's `KeyState` with 1,000 timers of a small "
+        'event (`{"ticket": "T-1234"}`), less the same state without them, per timer',
+        "the bytes of the event's encoded attributes, which any timer must keep (the ratio is "
+        "the bookkeeping around them: id, due time, event type, schedule)",
+        "ours<=",
     ),
 }
 

@@ -25,6 +25,8 @@ from benchmarks import (
     bench_peer,
     bench_replicated,
     bench_retry,
+    bench_scale,
+    bench_timers,
     bench_ui,
     report,
 )
@@ -38,8 +40,10 @@ MODULES = [
     bench_fluss,
     bench_replicated,
     bench_flink,
+    bench_scale,
     bench_peer,
     bench_retry,
+    bench_timers,
     bench_examples,
     bench_ui,
 ]

@@ -115,7 +115,7 @@ def _items(kind: str, n: int, data: bytes, at: int) -> tuple[Any, int]:
 class Field:
     name: str
     type: str  # as the page writes it: "str", "bin or nil", "array of MemoryOp", ...
-    absent: str  # "required" or the default: "", false, nil, 0, empty
+    absent: str  # "required" or the default: "", false, nil, 0, empty, empty array
 
 
 @dataclass(frozen=True)
@@ -203,7 +203,7 @@ class Decoded:
     payload: list[Any]  # the payload array as it is
 
 
-_DEFAULTS = {"": "", "false": False, "nil": None, "0": 0, "empty": b""}
+_DEFAULTS = {"": "", "false": False, "nil": None, "0": 0, "empty": b"", "empty array": []}
 _SCALARS = {"str": str, "bin": bytes, "float": float, "bool": bool}
 
 

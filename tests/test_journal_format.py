@@ -62,6 +62,8 @@ def page_type(t: msgspec.inspect.Type) -> str:
 def page_default(field: msgspec.inspect.Field) -> str:
     if field.required:
         return "required"
+    if field.default_factory is list:
+        return "empty array"
     if type(field.default) is int:  # not False, which equals 0
         return str(field.default)
     return {"": "", False: "false", None: "nil", b"": "empty"}[field.default]

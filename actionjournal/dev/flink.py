@@ -60,6 +60,7 @@ from actionjournal.dev.server import DevServer
 
 __all__ = [
     "MARKER",
+    "STATE_BACKENDS",
     "ClusterInfo",
     "FlinkCluster",
     "FlinkClusterError",
@@ -75,6 +76,13 @@ __all__ = [
 MARKER = "ACTIONJOURNAL_DEV_FLINK"  # in the environment of every process of a cluster
 _JOBMANAGER_MAIN = "org.apache.flink.runtime.entrypoint.StandaloneSessionClusterEntrypoint"
 _TASKMANAGER_MAIN = "org.apache.flink.runtime.taskexecutor.TaskManagerRunner"
+STATE_BACKENDS: dict[str, dict[str, str]] = {
+    "hashmap": {"state.backend.type": "hashmap"},
+    # Incremental: a checkpoint uploads the RocksDB files written since the last one, so
+    # its cost follows what changed, not how many keys the job holds (docs/deploying.md).
+    "rocksdb": {"state.backend.type": "rocksdb", "execution.checkpointing.incremental": "true"},
+}
+"""Flink settings of each state backend the dev cluster and ``local_env`` offer."""
 
 
 class FlinkClusterError(DevProcessError):
@@ -116,7 +124,9 @@ class FlinkCluster(DevServer[ClusterInfo]):
 
     ``workdir=None`` uses a fresh temp dir, deleted by :meth:`close`. Ports default to free
     ones, saved in the work directory. ``options`` override or extend the generated
-    ``config.yaml`` (flat keys, e.g. ``{"heartbeat.timeout": "30s"}``).
+    ``config.yaml`` (flat keys, e.g. ``{"heartbeat.timeout": "30s"}``); they are saved in the
+    work directory too, and ``None`` takes the saved ones (a cluster started again, or
+    attached to, keeps its settings).
     """
 
     service = "flink"
@@ -139,7 +149,8 @@ class FlinkCluster(DevServer[ClusterInfo]):
         self.rpc_port = saved.get("rpc") or free_port(self.port)
         self.taskmanager_count = taskmanagers
         self.slots = slots
-        self.options = dict(options or {})
+        saved_options = _read_json(self.workdir / "options.json")
+        self.options = dict(saved_options if options is None else options)
         self.start_timeout = start_timeout
         self.jobmanager = ServerProcess("JobManager", self.log_dir / "jobmanager.out")
         self.taskmanagers: dict[str, ServerProcess] = {}
@@ -350,6 +361,7 @@ class FlinkCluster(DevServer[ClusterInfo]):
         (self.workdir / "ports.json").write_text(
             json.dumps({"rest": self.port, "rpc": self.rpc_port}) + "\n"
         )
+        (self.workdir / "options.json").write_text(json.dumps(self.options) + "\n")
         for path in (home / "conf").iterdir():
             if path.suffix in (".properties", ".xml"):
                 shutil.copy(path, self.conf_dir / path.name)
@@ -431,30 +443,82 @@ def start(
     *,
     port: int | None = None,
     taskmanagers: int = 2,
+    state_backend: str | None = None,
+    config: Sequence[str] = (),
 ) -> ClusterInfo:
     """Start the detached dev cluster, or bring a running one back to ``taskmanagers``.
 
-    Checkpoints, savepoints and logs persist in ``workdir`` (default ``<cache>/dev/flink``).
+    Checkpoints, savepoints and logs persist in ``workdir`` (default ``<cache>/dev/flink``),
+    and so do the settings: ``state_backend`` (a name of :data:`STATE_BACKENDS`) and
+    ``config`` (``KEY=VALUE`` Flink settings) when either is given, else those it last ran
+    with.
     """
     if status() is not None:
-        return resume(taskmanagers)
+        return resume(taskmanagers, state_backend, config)
     workdir = workdir or maven.cache_dir("dev", "flink")
+    wanted = settings(state_backend, config)
     return start_detached(
-        "flink", status, lambda: FlinkCluster(workdir, taskmanagers=taskmanagers, port=port)
+        "flink",
+        status,
+        lambda: FlinkCluster(
+            workdir,
+            taskmanagers=taskmanagers,
+            port=port,
+            options=wanted,
+        ),
     )
 
 
-def resume(taskmanagers: int = 2) -> ClusterInfo:
+def resume(
+    taskmanagers: int = 2, state_backend: str | None = None, config: Sequence[str] = ()
+) -> ClusterInfo:
     """The running dev cluster with lost TaskManagers replaced (up to ``taskmanagers``) and
-    the processes they left behind ended."""
+    the processes they left behind ended, saying so on stderr. Settings cannot change while
+    it runs: other ones than it runs with are refused."""
     current = status()
     if current is None:
         raise FlinkClusterError("no dev cluster running: actionjournal dev flink start")
     cluster = _attached(current, taskmanagers)
+    running = {**STATE_BACKENDS["hashmap"], **cluster.options}  # Flink's default backend
+    for key, value in (settings(state_backend, config) or {}).items():
+        if running.get(key, value) != value:
+            raise FlinkClusterError(
+                f"the dev cluster runs with {key}: {running[key]}, not {value}: settings "
+                "change only with a new start (`actionjournal dev flink stop`, then start)"
+            )
+    lost = sorted(set(current.taskmanagers) - set(cluster.taskmanagers))
+    orphans = cluster.orphans()
     info = cluster.start()
     cluster.detach()
     write_state("flink", info)
+    started = sorted(set(info.taskmanagers) - set(current.taskmanagers))
+    if lost:
+        print(
+            f"TaskManager {', '.join(lost)} was lost: replaced by {', '.join(started)}",
+            file=sys.stderr,
+        )
+    elif started:
+        print(f"started TaskManager {', '.join(started)}", file=sys.stderr)
+    if orphans:
+        print(
+            f"ended {len(orphans)} process(es) a lost TaskManager left behind: "
+            f"pid {', '.join(map(str, orphans))}",
+            file=sys.stderr,
+        )
     return info
+
+
+def settings(state_backend: str | None, config: Sequence[str]) -> dict[str, str] | None:
+    """The Flink settings ``start`` was asked for (None: none, keep the saved ones)."""
+    if state_backend is None and not config:
+        return None
+    wanted = dict(STATE_BACKENDS[state_backend]) if state_backend else {}
+    for item in config:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise FlinkClusterError(f"--config {item!r}: write it as KEY=VALUE")
+        wanted[key.strip()] = value.strip()
+    return wanted
 
 
 def status() -> ClusterInfo | None:
@@ -507,6 +571,20 @@ def _start_options(parser: argparse.ArgumentParser) -> None:
         help="TaskManagers, of 2 slots each (default: 2); on a running cluster, lost ones are "
         "replaced up to this number",
     )
+    parser.add_argument(
+        "--state-backend",
+        choices=sorted(STATE_BACKENDS),
+        help="Flink's state backend for the jobs: rocksdb (with incremental checkpoints) or "
+        "hashmap (Flink's default); default: what the cluster last ran with",
+    )
+    parser.add_argument(
+        "--config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a Flink setting for the cluster's config.yaml (repeatable), e.g. "
+        "--config state.backend.rocksdb.timer-service.factory=HEAP",
+    )
 
 
 def parser() -> argparse.ArgumentParser:
@@ -520,9 +598,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         service="flink",
         what="cluster",
         description=_DESCRIPTION,
-        start=lambda workdir, port, taskmanagers: start(
-            workdir, port=port, taskmanagers=taskmanagers
-        ),
+        start=lambda workdir, port, **options: start(workdir, port=port, **options),
         stop=stop,
         status=status,
         start_options=_start_options,

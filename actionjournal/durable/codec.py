@@ -34,6 +34,7 @@ from actionjournal.durable.records import (
     Quarantined,
     RunCompleted,
     RunFailed,
+    RunInput,
     UpgradeSkipped,
 )
 
@@ -53,6 +54,7 @@ RECORD_TYPES: dict[type, int] = {
     RunFailed: 8,
     CallAttemptFailed: 9,
     Quarantined: 10,
+    RunInput: 11,
 }
 _TYPES_BY_CODE = {code: cls for cls, code in RECORD_TYPES.items()}
 # An unsigned record's five header bytes read as MessagePack are five positive fixints (while

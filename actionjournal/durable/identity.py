@@ -113,6 +113,13 @@ def event_id(operator_uid: str, key_id: str, parent: str, index: int) -> str:
     return _digest(b"event-id", operator_uid, key_id, parent, str(index))
 
 
+def wait_id(operator_uid: str, key_id: str, action_id: str, index: int) -> str:
+    """A timer or signal an action asked for without naming it: the operator, the key, the
+    action execution and the request's place among the action's timer and signal requests
+    (a replayed action has the same id; a process hash never enters it)."""
+    return _digest(b"wait", operator_uid, key_id, action_id, str(index))
+
+
 def call_id(
     namespace: str, operator_uid: str, epoch: int, key: str, seq: int, action: str, call: str
 ) -> str:

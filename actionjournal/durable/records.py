@@ -56,6 +56,25 @@ class MemoryOp(msgspec.Struct, frozen=True, array_like=True):
     value: bytes | None = None
 
 
+class WaitOp(msgspec.Struct, frozen=True, array_like=True):
+    """A timer or signal effect of an action, journaled with its ``ActionCompleted`` and
+    re-applied on replay (the action's body is not run again).
+
+    ``schedule``: timer ``id`` delivers ``event`` at ``due``; ``token`` tells this schedule
+    from an earlier one of the same id ("": ``id`` itself). ``cancel``: timer ``id`` no
+    longer fires. ``expect``: signal ``id`` named ``name`` is answered or times out at
+    ``due``, delivering ``event`` then (``None``: a ``SignalTimedOut``). Times are absolute
+    (epoch seconds), never durations, so a replay waits only for what is left.
+    """
+
+    op: Literal["schedule", "cancel", "expect"]
+    id: str
+    due: float  # 0.0 for ``cancel``
+    event: EventData | None = None
+    name: str = ""
+    token: str = ""
+
+
 class Record(msgspec.Struct, frozen=True, array_like=True, tag=True):
     namespace: str
     operator_uid: str
@@ -132,6 +151,7 @@ class ActionCompleted(Record, frozen=True, tag="ac"):
     # Lineage: the id of the event the action ran on; each of ``outputs`` came from it and
     # this action. None: journaled before lineage was recorded (the journal still reads).
     trigger_event_id: str | None = None
+    waits: list[WaitOp] = []  # timers scheduled or cancelled, signals expected (in order)
 
 
 class RunCompleted(Record, frozen=True, tag="rc"):
@@ -139,6 +159,28 @@ class RunCompleted(Record, frozen=True, tag="rc"):
 
     at: float
     input_digest: str
+
+
+class RunInput(Record, frozen=True, tag="ri"):
+    """The input of a run that a timer or a signal started, journaled with the run's first
+    records (so a run that journaled anything says what started it).
+
+    ``kind``: ``timer`` (timer ``id`` fired; ``token``: which schedule of it), ``timeout``
+    (signal ``id``'s deadline passed) or ``answer`` (an answer to signal ``id`` arrived;
+    ``value`` holds it). ``delivered``: false when nothing ran: the timer had been
+    cancelled or replaced, or the signal had been answered or had timed out before (a late
+    or duplicate answer). ``due``: the timer's due time or the signal's deadline.
+    """
+
+    kind: Literal["timer", "timeout", "answer"]
+    id: str
+    token: str
+    name: str
+    due: float
+    delivered: bool
+    at: float
+    event_type: str = ""  # the delivered event's type ("" when nothing was delivered)
+    value: bytes | None = None  # answers: ValueCodec bytes of the answer
 
 
 class RunFailed(Record, frozen=True, tag="rf"):
@@ -251,6 +293,7 @@ JournalRecord = (
     | Quarantined
     | RunFailed
     | CallAttemptFailed
+    | RunInput
 )
 
 

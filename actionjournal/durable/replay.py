@@ -17,6 +17,7 @@ from actionjournal.durable.records import (
     Quarantined,
     RunCompleted,
     RunFailed,
+    RunInput,
     UpgradeSkipped,
 )
 
@@ -88,6 +89,7 @@ class RecordedRun:
     failed: RunFailed | None = None  # the last dead letter (a final RunFailed)
     dead_letters: int = 0  # final RunFailed records: a re-drive answers one of them
     tries: int = 0  # failed tries (RunFailed, not final) since the last dead letter
+    input: RunInput | None = None  # what started it, when a timer or a signal did
 
     def action(self, action_id: str) -> RecordedAction:
         action = self.actions.get(action_id) or RecordedAction()
@@ -148,6 +150,9 @@ class KeyJournal:
             run.records += 1
             if isinstance(record, RunCompleted):
                 run.completed = record
+                continue
+            if isinstance(record, RunInput):
+                run.input = record
                 continue
             if isinstance(record, RunFailed):
                 if record.final:

@@ -180,11 +180,29 @@ BUDGET_EXHAUSTED = _Family(
     ("resource",),
 )
 BUDGET_RESOURCES = ("rounds", "tokens", "wall_time")
+TIMERS = _Family(
+    "actionjournal_timers",
+    "Timers by what happened to them: scheduled and cancelled (by actions that ran, not "
+    "replayed ones), fired (a run delivered the timer's event)",
+    ("event",),
+)
+SIGNALS = _Family(
+    "actionjournal_signals",
+    "Signals by what happened to them: expected (by actions that ran, not replayed ones), "
+    "received (an answer came first), timed_out (the deadline passed first), late (an "
+    "answer after the signal was answered or timed out: journaled, nothing runs)",
+    ("event",),
+)
+WAIT_EVENTS = {
+    "timers": ("scheduled", "cancelled", "fired"),
+    "signals": ("expected", "received", "timed_out", "late"),
+}
 # In the order they are exposed.
 FAMILIES: tuple[_Family, ...]
 FAMILIES = (CALLS, CALL_SECONDS, ACTIONS, ATTEMPTS, RETRIES, BACKOFF_SECONDS, RUNS)
 FAMILIES += (APPEND_SECONDS, APPEND_BYTES, APPEND_ERRORS, RECOVERY_SECONDS, RECOVERY_RECORDS)
 FAMILIES += (FOREIGN_RECORDS, GUARD_HITS, RUN_WAKEUPS, RUN_POLLS, BUDGET_SPENT, BUDGET_EXHAUSTED)
+FAMILIES += (TIMERS, SIGNALS)
 # A histogram's ``le`` label values, +Inf last, spelled as prometheus_client spells them.
 _LE: dict[_Family, list[str]] = {
     f: [floatToGoString(b) for b in (*f.buckets, math.inf)]  # type: ignore[no-untyped-call]
@@ -244,6 +262,11 @@ class JournalMetrics(Collector):
         self._polls = self._count(RUN_POLLS)
         self._spent = {r: self._count(BUDGET_SPENT, r) for r in BUDGET_RESOURCES[:2]}
         self._exhausted = {r: self._count(BUDGET_EXHAUSTED, r) for r in BUDGET_RESOURCES}
+        self._waits = {
+            (kind, e): self._count(TIMERS if kind == "timers" else SIGNALS, e)
+            for kind, events in WAIT_EVENTS.items()
+            for e in events
+        }
         self._backends: dict[str, tuple[_Spread, _Count, _Count]] = {}
         self._recovery_seconds: dict[str, _Spread] = {}
         self._executed, self._succeeded = self._call["executed"], self._attempt["succeeded"]
@@ -344,6 +367,11 @@ class JournalMetrics(Collector):
     def budget_exhausted(self, resource: str) -> None:
         with self._lock:
             self._exhausted[resource].value += 1
+
+    def wait(self, kind: str, event: str) -> None:
+        """A timer (``kind`` ``timers``) or signal (``signals``) ``event`` (WAIT_EVENTS)."""
+        with self._lock:
+            self._waits[(kind, event)].value += 1
 
     def add(self, name: str, n: int = 1) -> None:
         """Count by the legacy name (``executed``, ``actions_replayed``, ...)."""

@@ -98,6 +98,12 @@ class RunWriter:
     budget: RunBudget | None = None  # the run's journal length guard
     action: str | None = None  # set on an action's writer: its records carry the name
     health: JournalHealth | None = None  # the operator's: a refused write stops new calls
+    lead: list[JournalRecord] = dataclasses.field(default_factory=list, repr=False, compare=False)
+    """Records that go with the run's first write, in the same commit (shared by the run's
+    action writers): what started the run, so any run that journaled something says so."""
+    _lead_lock: threading.Lock = dataclasses.field(
+        default_factory=threading.Lock, repr=False, compare=False
+    )
     failure: Exception | None = dataclasses.field(default=None, init=False)
     """The first write of this writer that failed (the action must fail, whatever it caught)."""
     closed: bool = dataclasses.field(default=False, init=False)
@@ -153,6 +159,11 @@ class RunWriter:
                 f"{self.key_id}, seq {self.seq}) had already finished, so nothing of it may be "
                 "journaled any more. Await every durable call before the action returns"
             )
+        lead: list[JournalRecord] = []
+        if self.lead:
+            with self._lead_lock:
+                lead, self.lead[:] = list(self.lead), []
+            records = [*lead, *records]
         try:
             if self.budget is not None:
                 for record in records:
@@ -160,7 +171,7 @@ class RunWriter:
             try:
                 if len(records) == 1:
                     return [self.store.append(records[0])]
-                return self.store.append_all(records)
+                return self.store.append_all(records)[len(lead) :]  # the caller's records
             except JournalWriteError as exc:
                 if self.health is not None:
                     self.health.refused(exc)

@@ -24,7 +24,10 @@
  * function reports its binding (journal identity and epoch, JSON) over the wake-up socket
  * when it opens; this operator checkpoints it as union list state, and hands what it
  * restored to the Python function's open() as job parameters (initializeState runs before
- * open() builds the Python runner). See docs/upgrade.md.
+ * open() builds the Python runner). See docs/upgrade.md. It also keeps the bindings restored
+ * before (the history, at most MAX_HISTORY): keys that have not run since an upgrade keep
+ * markers that reference those journals by a short reference, not by name
+ * (actionjournal/operator/markers.py).
  *
  * Nothing the Python function emits is kept back here, so PyFlink may chain the Python
  * operators after this one into the same Python worker. Chained, whatever the function
@@ -81,13 +84,23 @@ public class DrainingKeyedProcessOperator<OUT> extends ExternalPythonKeyedProces
     /** Job parameter: "true" when the operator's state was restored from a checkpoint. */
     public static final String RESTORED = "actionjournal.restored";
 
+    /** Job parameter: the older bindings restored with the state, a JSON array ("[]": none). */
+    public static final String RESTORED_HISTORY = "actionjournal.restored-history";
+
+    private static final int MAX_HISTORY = 16; // MAX_HISTORY in actionjournal/operator/restore.py
+
     private static final ListStateDescriptor<String> BINDINGS =
             new ListStateDescriptor<>("actionjournal-journal-bindings", StringSerializer.INSTANCE);
+    private static final ListStateDescriptor<String> HISTORY =
+            new ListStateDescriptor<>("actionjournal-journal-history", StringSerializer.INSTANCE);
 
     private transient ListState<String> bindingState;
+    private transient ListState<String> historyState;
     private transient boolean restored;
     private transient List<String> restoredBindings = Collections.emptyList();
+    private transient List<String> restoredHistory = Collections.emptyList();
     private transient List<String> bindings = Collections.emptyList(); // what a checkpoint keeps
+    private transient List<String> history = Collections.emptyList();
 
     public DrainingKeyedProcessOperator(
             Configuration config,
@@ -101,19 +114,37 @@ public class DrainingKeyedProcessOperator<OUT> extends ExternalPythonKeyedProces
     public void initializeState(StateInitializationContext context) throws Exception {
         super.initializeState(context);
         bindingState = context.getOperatorStateStore().getUnionListState(BINDINGS);
+        historyState = context.getOperatorStateStore().getUnionListState(HISTORY);
         restored = context.isRestored();
-        LinkedHashSet<String> distinct = new LinkedHashSet<>(); // one entry per subtask
-        for (String binding : bindingState.get()) {
-            distinct.add(binding);
-        }
-        restoredBindings = new ArrayList<>(distinct);
+        restoredBindings = distinct(bindingState.get()); // one entry per subtask
+        restoredHistory = distinct(historyState.get());
         bindings = restoredBindings; // until the Python function reports its own
+        history = restoredHistory;
+    }
+
+    private static List<String> distinct(Iterable<String> entries) {
+        LinkedHashSet<String> distinct = new LinkedHashSet<>();
+        for (String entry : entries) {
+            distinct.add(entry);
+        }
+        return new ArrayList<>(distinct);
+    }
+
+    /** The function reported its binding: the restored ones other than it become history. */
+    private void bind(String binding) {
+        LinkedHashSet<String> older = new LinkedHashSet<>(restoredHistory);
+        older.addAll(restoredBindings);
+        older.remove(binding);
+        List<String> kept = new ArrayList<>(older);
+        history = kept.subList(Math.max(0, kept.size() - MAX_HISTORY), kept.size());
+        bindings = Collections.singletonList(binding);
     }
 
     @Override
     public void snapshotState(StateSnapshotContext context) throws Exception {
         super.snapshotState(context);
         bindingState.update(bindings);
+        historyState.update(history);
     }
 
     @Override
@@ -127,7 +158,7 @@ public class DrainingKeyedProcessOperator<OUT> extends ExternalPythonKeyedProces
                 new RunWakeups(
                         getContainingTask().getMailboxExecutorFactory().createExecutor(priority),
                         this::emitFinishedRuns,
-                        binding -> bindings = Collections.singletonList(binding));
+                        this::bind);
         super.open(); // starts the Python function, which connects to wakeups
     }
 
@@ -144,6 +175,7 @@ public class DrainingKeyedProcessOperator<OUT> extends ExternalPythonKeyedProces
         }
         parameters.put(DEAD_LETTERS, String.valueOf(deadLetters));
         parameters.put(RESTORED_BINDINGS, "[" + String.join(",", restoredBindings) + "]");
+        parameters.put(RESTORED_HISTORY, "[" + String.join(",", restoredHistory) + "]");
         return parameters;
     }
 

@@ -15,6 +15,10 @@ checkpoints timers, so it fires after a restore and resumes the key's pending ru
 through replay. Without the draining operator that timer also polls for finished
 runs. An event-time timer at the end of time fires when a bounded input ends and
 drains the key's remaining runs before the job finishes.
+
+The key's own timers and signal deadlines (:mod:`actionjournal.operator.waits`) live in
+its keyed state; the key keeps one processing-time timer for them and its runs together,
+the earliest it needs. An idle key without timers of its own keeps no timer.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import concurrent.futures
 import importlib
 import json
 import logging
+import math
 import os
 import sys
 import threading
@@ -54,6 +59,7 @@ from actionjournal.durable.errors import ConfigurationError, CorruptRecordError
 from actionjournal.durable.records import JournalBinding
 from actionjournal.durable.stats import MetricGroupMirror
 from actionjournal.durable.store import Store
+from actionjournal.durable.waits import SignalInput
 from actionjournal.flink import draining, javac
 from actionjournal.flink.config import AgentsConfig
 from actionjournal.flink.key_runs import KeyRuns
@@ -61,6 +67,7 @@ from actionjournal.flink.wakeups import RunWakeups
 from actionjournal.operator.dead_letters import DeadLetter
 from actionjournal.operator.engine import AgentEngine, KeyState
 from actionjournal.stores.factory import open_store
+from actionjournal.stores.seen import SeenKeys
 
 END_OF_TIME = 2**63 - 1  # an event-time timer here fires when a bounded input ends
 BUNDLE_SIZE = "python.fn-execution.bundle.size"
@@ -78,6 +85,7 @@ DEAD_LETTERS = OutputTag("actionjournal-dead-letters", Types.PICKLED_BYTE_ARRAY(
 # the job consumes the dead letters.
 RESTORED = "actionjournal.restored"
 RESTORED_BINDINGS = "actionjournal.restored-bindings"
+RESTORED_HISTORY = "actionjournal.restored-history"
 DEAD_LETTERS_CONSUMED = "actionjournal.dead-letters"
 NOT_KEPT = (
     "agent %s cannot reach its operator's wake-up socket, so the journal binding is not "
@@ -263,6 +271,8 @@ class AgentFunction(KeyedProcessFunction):
             config.run_failure_restarts,
         )
         binding = self._bind(runtime_context)
+        # Keys' journals may hold runs their state does not reflect (keeps their order).
+        self.engine.restored = runtime_context.get_job_parameter(RESTORED, "") != "false"
         # Dead letters nobody reads are not yielded: were the agent chained with the Python
         # operator after it, they would reach that operator as elements.
         self._dead_letters = (
@@ -292,10 +302,13 @@ class AgentFunction(KeyedProcessFunction):
                 log.warning(NOT_KEPT, self.agent.operator_uid)
             else:
                 self._wakeups.send_binding(binding)
-        self._resume_at: dict[str, int] = {}  # with wake-ups: each busy key's timer, in ms
+                # The operator keeps the journals, so keys keep references to them.
+                self.engine.compact_markers = True
+        self._resume_at: dict[str, int] = {}  # each key's processing-time timer, in ms
+        self._wake_at: dict[str, int] = {}  # busy keys with timers: the next one due, in ms
         # Keys saved since the start, when it restored no state (else None; see _load).
         fresh = runtime_context.get_job_parameter(RESTORED, "") == "false"
-        self._saved: set[str] | None = set() if fresh else None
+        self._saved = SeenKeys() if fresh else None
 
     def _bind(self, runtime_context: RuntimeContext) -> str | None:
         """Refuse state written against another journal before any element or timer runs;
@@ -304,19 +317,24 @@ class AgentFunction(KeyedProcessFunction):
         if restored is None:  # PyFlink's own operator (no JDK, or thread mode): per key only
             return None
         first = runtime_context.get_index_of_this_subtask() == 0
+        bindings = self._restored(restored)
+        history = self._restored(runtime_context.get_job_parameter(RESTORED_HISTORY, "[]"))
+        if not bindings and runtime_context.get_job_parameter(RESTORED, "") == "true" and first:
+            log.warning(NO_BINDING, self.agent.operator_uid)
+        binding = self.engine.restore.bind(bindings, audit=first, history=history)  # one audits
+        return msgspec.json.encode(binding).decode()
+
+    def _restored(self, parameter: str) -> list[JournalBinding]:
+        """Bindings the agent operator restored (a job parameter, JSON)."""
         try:
-            bindings = msgspec.json.decode(restored, type=list[JournalBinding])
+            return msgspec.json.decode(parameter, type=list[JournalBinding])
         except msgspec.DecodeError as exc:
             raise CorruptRecordError(
                 f"the journal binding restored with agent {self.agent.operator_uid}'s state "
-                f"does not decode ({exc}): {restored[:200]!r}; run the actionjournal release "
+                f"does not decode ({exc}): {parameter[:200]!r}; run the actionjournal release "
                 "that took the checkpoint",
                 f"operator state of {self.agent.operator_uid}",
             ) from None
-        if not bindings and runtime_context.get_job_parameter(RESTORED, "") == "true" and first:
-            log.warning(NO_BINDING, self.agent.operator_uid)
-        binding = self.engine.restore.bind(bindings, audit=first)  # one subtask audits for all
-        return msgspec.json.encode(binding).decode()
 
     def close(self) -> None:
         self._loop.call_soon_threadsafe(self._loop.stop)
@@ -337,14 +355,18 @@ class AgentFunction(KeyedProcessFunction):
     def process_element(self, value: Any, ctx: KeyedProcessFunction.Context) -> Iterator[Any]:
         key = ctx.get_current_key()
         key_id = self.engine.key_id(key)
-        state = self.engine.accept(self._load(key_id), value, key_id)
+        before = self._load(key_id)
+        state = self.engine.accept(before, value, key_id)  # due timers of the key go first
         self._save(key_id, state)
         runs = self._runs.get(key_id)
-        if runs is None:
+        if runs is None and state.pending:
             self._start(key, key_id, state)
-            self._arm(ctx, key_id)
+            self._arm(ctx, key_id, state)
+        elif runs is None:  # held, or only a timer changed
+            self._disarm(ctx, key_id, state)
         else:  # busy: its runs take the input, or if they just ran out, their timer starts it
-            runs.offer(state.pending[-1])
+            for pending in state.pending[len(before.pending) :]:
+                runs.offer(pending)
         return iter(())
 
     def on_timer(self, timestamp: int, ctx: KeyedProcessFunction.OnTimerContext) -> Iterator[Any]:
@@ -354,18 +376,22 @@ class AgentFunction(KeyedProcessFunction):
         # their timestamp, so that outputs do not carry it (DrainingKeyedProcessOperator.java).
         drain = ctx.time_domain() == TimeDomain.EVENT_TIME
         runs = self._runs.get(key_id)
-        if runs is not None and not runs.has_results and not drain:
+        now = ctx.timer_service().current_processing_time()
+        due = self._wake_at.get(key_id, now + 1) <= now  # a timer of the key is due
+        if runs is not None and not runs.has_results and not drain and not due:
             self.engine.metrics.run_polled()
             self._arm(ctx, key_id)  # still running: look again later, without touching state
             return
         state = self._load(key_id)
+        if state.timers or state.signals or state.held:
+            state = self._fire_due(key_id, state, runs)
         if runs is None and state.pending:
             runs = self._start(key, key_id, state)  # after a restore: resumes through replay
         while runs is not None:
             if drain:
                 concurrent.futures.wait([runs.future])
             for result in runs.collect():
-                state = self.engine.complete(state, result)
+                state = self.engine.complete(state, result, key_id)
                 self._save(key_id, state)
                 for event in result.outputs:
                     output = event.attributes["output"]
@@ -378,12 +404,27 @@ class AgentFunction(KeyedProcessFunction):
             runs.future.result()  # an agent failure fails the task; Flink restores
             del self._runs[key_id]
             self._started.pop(key_id, None)
+            if state.timers or state.signals or state.held:  # its runs may have scheduled some
+                state = self._fire_due(key_id, state, None)
             runs = self._start(key, key_id, state) if state.pending else None
+        if runs is not None and (state.timers or state.signals or state.held):
+            state = self._fire_due(key_id, state, runs)
         if state.pending:
-            self._arm(ctx, key_id)
+            self._arm(ctx, key_id, state)
         else:
-            self._disarm(ctx, key_id)
+            self._disarm(ctx, key_id, state)
         self._metrics.sync()
+
+    def _fire_due(self, key_id: str, state: KeyState, runs: KeyRuns | None) -> KeyState:
+        """Queue runs for the key's timers and deadlines due now (handed to its runs, if
+        it has some going); keeps when its next one is due."""
+        fired = self.engine.fire_due(state, key_id)
+        if fired is not state:
+            self._save(key_id, fired)
+            if runs is not None:
+                for pending in fired.pending[len(state.pending) :]:
+                    runs.offer(pending)
+        return fired
 
     def _start(self, key: Any, key_id: str, state: KeyState) -> KeyRuns:
         """Run the key's pending inputs one after another (see :class:`KeyRuns`)."""
@@ -415,7 +456,7 @@ class AgentFunction(KeyedProcessFunction):
         # A lost update between threads only blurs an estimate.
         self._typical_s += 0.2 * (time.monotonic() - started - self._typical_s)
 
-    def _arm(self, ctx: Any, key_id: str) -> None:
+    def _arm(self, ctx: Any, key_id: str, state: KeyState | None = None) -> None:
         """Keep a timer for a busy key: it resumes the key after a restore and, without
         wake-ups, looks for the finished run.
 
@@ -423,32 +464,65 @@ class AgentFunction(KeyedProcessFunction):
         fires). Without, every poll costs a round trip to this worker, so a poll that
         finds the run still going is pure cost: the first one waits for the typical run
         duration, later ones a quarter of the time the run has taken so far (at most 25%
-        added latency, capped).
+        added latency, capped). A key's own timer due earlier takes its place: the key
+        keeps one processing-time timer (``state``: its state, when it may have changed).
         """
         timers = ctx.timer_service()
         timers.register_event_time_timer(END_OF_TIME)
         now = timers.current_processing_time()
         if self._wakeups is not None and self._wakeups.alive:
-            if self._resume_at.get(key_id, 0) <= now:  # none armed, or it has fired
-                self._resume_at[key_id] = now + MAX_POLL_MS
-                timers.register_processing_time_timer(now + MAX_POLL_MS)
-            return
-        elapsed = time.monotonic() - self._started.get(key_id, time.monotonic())
-        left = self._typical_s - elapsed
-        delay_ms = 1000 * (left if left > 0 else elapsed / 4)
-        delay_ms = min(max(delay_ms, self.config.poll_interval_ms), MAX_POLL_MS)
-        timers.register_processing_time_timer(now + int(delay_ms))
+            armed = self._resume_at.get(key_id, 0)
+            at = armed if armed > now else now + MAX_POLL_MS  # none armed, or it has fired
+        else:
+            elapsed = time.monotonic() - self._started.get(key_id, time.monotonic())
+            left = self._typical_s - elapsed
+            delay_ms = 1000 * (left if left > 0 else elapsed / 4)
+            at = now + int(min(max(delay_ms, self.config.poll_interval_ms), MAX_POLL_MS))
+        self._keep_timer(timers, key_id, min(at, self._next_wake(key_id, state) or at), now)
 
-    def _disarm(self, ctx: Any, key_id: str) -> None:
-        """The key is idle: its resume timer would only find nothing to do."""
+    def _disarm(self, ctx: Any, key_id: str, state: KeyState | None = None) -> None:
+        """The key is idle: its resume timer would only find nothing to do; a timer of its
+        own keeps the key's one processing-time timer, at its due time. An idle key without
+        one keeps no timer: one per key ever seen would grow Flink's state with the keys, and
+        at the end of a bounded input every one of them would fire (docs/scale.md)."""
+        timers = ctx.timer_service()
+        now = timers.current_processing_time()
+        wake = self._next_wake(key_id, state)
+        self._wake_at.pop(key_id, None)  # kept for busy keys only (on_timer's fast path)
+        if wake is not None:
+            self._keep_timer(timers, key_id, wake, now, exact=True)
+            return
+        timers.delete_event_time_timer(END_OF_TIME)
         at = self._resume_at.pop(key_id, None)
-        if at is not None and at > ctx.timer_service().current_processing_time():
-            ctx.timer_service().delete_processing_time_timer(at)
+        if at is not None and at > now:
+            timers.delete_processing_time_timer(at)
+
+    def _next_wake(self, key_id: str, state: KeyState | None) -> int | None:
+        """When the key's next timer or deadline is due (ms), from ``state`` if given."""
+        if state is not None:
+            wake = self.engine.wake_at(state, key_id)
+            if wake is None:
+                self._wake_at.pop(key_id, None)
+            else:
+                self._wake_at[key_id] = math.ceil(wake * 1000)
+        return self._wake_at.get(key_id)
+
+    def _keep_timer(self, timers: Any, key_id: str, at: int, now: int, exact: bool = False) -> None:
+        """The key's one processing-time timer, at ``at`` (or earlier, unless ``exact``)."""
+        armed = self._resume_at.get(key_id)
+        if armed is not None and now < armed <= at and (armed == at or not exact):
+            return  # it fires first, and arms the next
+        if armed is not None and armed > now:
+            timers.delete_processing_time_timer(armed)
+        timers.register_processing_time_timer(at)
+        self._resume_at[key_id] = at
 
     def _load(self, key_id: str) -> KeyState:
         """The key's state. A job that restored no state has none for a key this function
         never saved: reading it would ask the Java side (about 3 ms a key on a MiniCluster),
-        which a key's first input then paid every time."""
+        which a key's first input then paid every time. The keys saved are kept in fixed
+        memory (:class:`SeenKeys`): a key taken for saved when it was not is read, as in a
+        restored job."""
         if self._saved is not None and key_id not in self._saved:
             return KeyState()
         data = self._state.value()
@@ -461,13 +535,16 @@ class AgentFunction(KeyedProcessFunction):
 
 
 class _RedriveAware:
-    """The user's key selector, except that a dead letter is keyed by its own key."""
+    """The user's key selector, except that a dead letter is keyed by its own key, and so is
+    a signal's answer that names its key."""
 
     def __init__(self, key_selector: Callable[[Any], Any]) -> None:
         self.key_selector = key_selector
 
     def __call__(self, element: Any) -> Any:
         if isinstance(element, DeadLetter):
+            return element.key
+        if isinstance(element, SignalInput) and element.key is not None:
             return element.key
         return self.key_selector(element)
 

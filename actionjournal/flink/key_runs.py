@@ -59,7 +59,7 @@ class KeyRuns:
             while True:
                 result = await self._engine.run_next(self._key, self._key_id, self._state)
                 # Encodes the memory the next run starts with (as the timer does for state).
-                state = self._engine.complete(self._state, result)
+                state = self._engine.complete(self._state, result, self._key_id)
                 with self._lock:
                     self._finished.append(result)
                     self._state = state

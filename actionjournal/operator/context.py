@@ -1,9 +1,10 @@
-"""What an action sees: memory, sending events, and durable calls."""
+"""What an action sees: memory, sending events, durable calls, timers and signals."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Coroutine
+from datetime import datetime, timedelta
 from typing import Any, get_args
 
 from actionjournal.durable.agent import Agent
@@ -15,7 +16,9 @@ from actionjournal.durable.events import Event
 from actionjournal.durable.identity import event_id, function_id
 from actionjournal.durable.retry import RetryPolicy
 from actionjournal.durable.stats import JournalMetrics
+from actionjournal.durable.waits import Signal
 from actionjournal.operator.memory import Memory
+from actionjournal.operator.waits import ActionWaits
 from actionjournal.reconcilers.registry import resolve
 
 
@@ -29,6 +32,7 @@ class RunnerContext:
         short_term_memory: Memory,
         sensory_memory: Memory,
         sent: list[Event],
+        waits: ActionWaits | None = None,
     ) -> None:
         self.agent = agent
         self.key = key
@@ -37,6 +41,7 @@ class RunnerContext:
         self.sensory_memory = sensory_memory
         self._calls = calls
         self._sent = sent
+        self._waits = waits
         self._closed = False
 
     @property
@@ -80,6 +85,52 @@ class RunnerContext:
         )
         self._sent.append(event)
         return event.id
+
+    def schedule_event(
+        self,
+        event: Event,
+        *,
+        delay: float | timedelta | None = None,
+        at: datetime | None = None,
+        timer_id: str | None = None,
+    ) -> str:
+        """Deliver ``event`` to this key as a new run after ``delay`` (seconds or a
+        timedelta) or ``at`` (an aware datetime); returns the timer's id.
+
+        Like a sent event, the timer is an effect of the action: journaled with it (its
+        due time as an absolute time), kept in the key's state when the run completes, and
+        dropped if the action fails. ``timer_id`` names it (unique per key: scheduling it
+        again replaces the pending one); without one the id derives from the run, the
+        action and the request's position. See docs/timers.md.
+        """
+        return self._wait_requests("schedule_event").schedule_event(event, delay, at, timer_id)
+
+    def cancel_timer(self, timer_id: str) -> bool:
+        """Cancel a pending timer of this key: True if it was pending (it then never
+        fires), False if it had fired, was cancelled, or never existed."""
+        return self._wait_requests("cancel_timer").cancel_timer(timer_id)
+
+    def expect_signal(
+        self,
+        name: str,
+        *,
+        timeout: float | timedelta,
+        timeout_event: Event | None = None,
+    ) -> Signal:
+        """Wait for an answer from outside, without keeping the action running.
+
+        Give ``signal.id`` to whoever answers; their ``SignalInput(signal.id, value)``,
+        given to this key as an input, starts a run with a ``SignalReceived``. If
+        ``timeout`` (seconds or a timedelta) passes first, a run gets a ``SignalTimedOut``
+        (or ``timeout_event``). The first of the two wins; a later answer runs nothing.
+        """
+        return self._wait_requests("expect_signal").expect_signal(name, timeout, timeout_event)
+
+    def _wait_requests(self, what: str) -> ActionWaits:
+        self._check_open(what)
+        if self._waits is None:
+            raise ConfigurationError(f"{what}: this context keeps no timers or signals")
+        return self._waits
 
     def durable_execute(
         self,

@@ -3,6 +3,8 @@
 It does what a Flink job does for an agent operator, in one process: assigns
 per-key sequence numbers, runs keys concurrently and each key's runs in order,
 and takes snapshots of all keyed state (the local stand-in for a checkpoint).
+Timers fire by the runner's clock (``clock=``, the wall clock by default; a test passes
+one it moves, :class:`~actionjournal.testing.ManualClock`) whenever the runner drains.
 A snapshot also records how many inputs were consumed, like a source offset:
 :meth:`LocalRunner.run_source` feeds a restored runner its source from that
 point, as a Flink source rewinds to its checkpointed offset, while
@@ -15,6 +17,7 @@ import asyncio
 import logging
 import os
 from collections.abc import Callable, Iterable, Mapping
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -34,9 +37,11 @@ from actionjournal.durable.options import check_callable, checked
 from actionjournal.durable.records import FORMAT_VERSION, JournalBinding
 from actionjournal.durable.stats import JournalMetrics
 from actionjournal.durable.store import Store
+from actionjournal.operator.clock import epoch_clock
 from actionjournal.operator.config import RunFailureOptions, RunFailurePolicy
 from actionjournal.operator.dead_letters import DeadLetter
 from actionjournal.operator.engine import AgentEngine, KeyState
+from actionjournal.operator.markers import Journals
 
 log = logging.getLogger(__name__)
 NO_BINDING = (
@@ -63,9 +68,19 @@ class Snapshot(msgspec.Struct):
     operator_uid: str = ""
     # The journal and epoch the state was written against (None: an older snapshot).
     binding: JournalBinding | None = None
+    # Older journals keys' markers may reference (AgentEngine.history).
+    history: list[JournalBinding] = []
+
+    def journals(self) -> Journals:
+        """The journals the keys' markers may reference (``Journals.marker_of``)."""
+        journals = Journals()
+        for binding in [*self.history, *([self.binding] if self.binding else [])]:
+            journals.add(binding.store, binding.epoch)
+        return journals
 
 
 OutputSink = Callable[[Any, Event], None]
+WAIT_CHECK_S = 1.0  # while runs go on, timers are looked at at least this often
 
 
 class _FeedOptions(pydantic.BaseModel):
@@ -90,6 +105,11 @@ class LocalRunner:
     :class:`~actionjournal.operator.config.AgentsConfig`): with ``"fail"`` (the default) the
     runner stops at it, as a Flink task does (restore a snapshot to go on); a dead-lettered
     run goes to ``dead_letters`` (and ``on_dead_letter``) and its key moves on.
+
+    ``clock``: what time it is for timers and signal deadlines, a callable returning epoch
+    seconds or an aware datetime, or an object whose ``time()`` or ``now()`` does (default:
+    the wall clock). Timers fire when the runner drains (:meth:`drain`, :meth:`run`): a
+    test moves its clock and drains, without sleeping.
     """
 
     def __init__(
@@ -102,6 +122,7 @@ class LocalRunner:
         on_run_failure: RunFailurePolicy = "fail",
         run_failure_restarts: int = 3,
         on_dead_letter: Callable[[DeadLetter], None] | None = None,
+        clock: Callable[[], float | datetime] | Any = None,
     ) -> None:
         owner = "LocalRunner"
         options = checked(
@@ -117,9 +138,16 @@ class LocalRunner:
             )
         check_callable(owner, "on_output", on_output)
         check_callable(owner, "on_dead_letter", on_dead_letter)
+        self.clock = epoch_clock(owner, clock)
         self.engine = AgentEngine(
-            agent, store, config, options.on_run_failure, options.run_failure_restarts
+            agent,
+            store,
+            config,
+            options.on_run_failure,
+            options.run_failure_restarts,
+            self.clock,
         )
+        self.engine.compact_markers = True  # snapshots keep the journals they reference
         self.on_output = on_output
         self.on_dead_letter = on_dead_letter
         self.states: dict[str, tuple[Any, KeyState]] = {}
@@ -128,6 +156,7 @@ class LocalRunner:
         self.dead_letters: list[DeadLetter] = []
         """Runs set aside by the run failure policy; submit one again to re-drive its run."""
         self._active: dict[str, asyncio.Task[None]] = {}
+        self._waiting: set[str] = set()  # keys with timers, signals or held inputs
         self._failure: Exception | None = None
 
     @property
@@ -151,16 +180,67 @@ class LocalRunner:
         self._check_alive()
         key_id = self.engine.key_id(key)
         _, state = self.states.get(key_id, (key, KeyState()))
-        self.states[key_id] = (key, self.engine.accept(state, value, key_id))
+        self._keep(key_id, key, self.engine.accept(state, value, key_id))
         self.inputs_consumed += 1
         self._wake(key_id)
 
     async def drain(self) -> None:
-        """Wait until every pending input has run; re-raise the first failure."""
-        while self._active:
+        """Wait until every pending input has run, and the runs of timers and signal
+        deadlines due by the runner's clock meanwhile; re-raise the first failure. Timers
+        due later stay pending (drain again once they are due)."""
+        while True:
+            self._fire_due()
+            if not self._active or self._failure is not None:
+                break
+            wake = self._wake_at()
+            if wake is None:
+                await asyncio.gather(*list(self._active.values()), return_exceptions=True)
+            else:  # look at the timers again when the next is due (at least that often)
+                timeout = min(max(wake - self.clock(), 0.0), WAIT_CHECK_S)
+                await asyncio.wait(list(self._active.values()), timeout=timeout)
+        while self._active:  # after a failure: the runs in flight end
             await asyncio.gather(*list(self._active.values()), return_exceptions=True)
         if self._failure is not None:
             raise self._failure
+
+    def _fire_due(self) -> None:
+        """Queue the runs of every key's timers and deadlines due by now."""
+        if self._failure is not None:
+            return
+        for key_id in list(self._waiting):
+            key, state = self.states[key_id]
+            self._keep(key_id, key, self.engine.fire_due(state, key_id))
+            self._wake(key_id)
+
+    def _wake_at(self) -> float | None:
+        """When the earliest timer or deadline of any key is due."""
+        times = []
+        for key_id in self._waiting:
+            at = self.engine.wake_at(self.states[key_id][1], key_id)
+            if at is not None:
+                times.append(at)
+        return min(times) if times else None
+
+    def _keep(self, key_id: str, key: Any, state: KeyState) -> None:
+        """The key's new state; keys with timers, signals or held inputs are looked at
+        when the runner drains."""
+        self.states[key_id] = (key, state)
+        if state.timers or state.signals or state.held:
+            self._waiting.add(key_id)
+        else:
+            self._waiting.discard(key_id)
+
+    @property
+    def timers(self) -> dict[Any, list[Any]]:
+        """The pending timers of every key that has some (key: ``Timer`` objects with
+        ``id`` and ``due``, earliest first); with :attr:`signals`, what waits."""
+        return {key: list(state.timers) for key, state in self.states.values() if state.timers}
+
+    @property
+    def signals(self) -> dict[Any, list[Any]]:
+        """The expected signals of every key that has some (key: objects with ``id``,
+        ``name`` and ``deadline``, earliest deadline first)."""
+        return {key: list(state.signals) for key, state in self.states.values() if state.signals}
 
     async def run(
         self,
@@ -246,7 +326,10 @@ class LocalRunner:
                     break
                 result = await self.engine.run_next(key, key_id, state)
                 key, state = self.states[key_id]  # inputs may have arrived meanwhile
-                self.states[key_id] = (key, self.engine.complete(state, result))
+                state = self.engine.complete(state, result, key_id)
+                if state.timers or state.signals or state.held:
+                    state = self.engine.fire_due(state, key_id)
+                self._keep(key_id, key, state)
                 for event in result.outputs:
                     self.outputs.append((key, event))
                     if self.on_output is not None:
@@ -275,6 +358,7 @@ class LocalRunner:
             self.engine.config.namespace,
             self.engine.agent.operator_uid,
             self.engine.restore.binding,
+            self.engine.restore.history,
         )
         path = Path(path)
         tmp = path.with_name(path.name + ".tmp")
@@ -312,14 +396,19 @@ class LocalRunner:
             )
         if snap.binding is None:
             log.warning(NO_BINDING, path)
-        runner.engine.restore.bind([snap.binding] if snap.binding else [])  # before any key runs
+        # Before any key runs.
+        runner.engine.restore.bind([snap.binding] if snap.binding else [], history=snap.history)
         values = runner.engine.env.values
         runner.inputs_consumed = snap.inputs_consumed
-        runner.states = {k.key_id: (values.decode(k.key), k.state) for k in snap.keys}
+        for k in snap.keys:
+            runner._keep(k.key_id, values.decode(k.key), k.state)
+        runner.engine.restored = True
         return runner
 
     def resume(self) -> None:
-        """Start the runs that were pending when the snapshot was taken."""
+        """Start the runs that were pending when the snapshot was taken, and those of
+        timers that came due meanwhile."""
+        self._fire_due()
         for key_id in self.states:
             self._wake(key_id)
 

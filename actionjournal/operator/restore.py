@@ -34,11 +34,13 @@ from actionjournal.durable.records import (
 )
 from actionjournal.durable.replay import KeyJournal
 from actionjournal.durable.store import Store
+from actionjournal.operator.markers import Journals
 
 log = logging.getLogger("actionjournal.operator.engine")
 # Why restored state cannot be used with the configured journal: the error a restore
 # raises, what is wrong, and what to do (upgrade mode logs and audits only what is wrong).
 Mismatch = tuple[type[RecoveryError], str, str]
+MAX_HISTORY = 16  # older journals a job remembers for its markers (one per upgrade)
 
 
 class RestoreChecks:
@@ -49,13 +51,25 @@ class RestoreChecks:
         self.config = config
         self.operator_uid = operator_uid
         self._audited: set[tuple[StoreIdentity, int]] = set()
+        self.journals = Journals()  # what keys' compact markers may reference
+        self.journals.add(store.identity, config.epoch)
+        self.history: list[JournalBinding] = []
+        """The bindings restored state was written against besides :attr:`binding`, oldest
+        first: keys that have not run since may still hold markers into them. A job keeps
+        them with its binding, so that such a marker is refused naming its journal."""
 
     @property
     def binding(self) -> JournalBinding:
         """The journal, namespace and epoch this job's state is written against from now on."""
         return JournalBinding(self.store.identity, self.config.epoch, self.config.namespace)
 
-    def bind(self, restored: Iterable[JournalBinding], *, audit: bool = True) -> JournalBinding:
+    def bind(
+        self,
+        restored: Iterable[JournalBinding],
+        *,
+        audit: bool = True,
+        history: Iterable[JournalBinding] = (),
+    ) -> JournalBinding:
         """Refuse restored state written against another journal, before any key runs.
 
         ``restored`` are the bindings checkpointed with the state (a Flink job keeps one per
@@ -65,9 +79,17 @@ class RestoreChecks:
         mode a binding of another journal, namespace or an older epoch is skipped, with one
         log line and one audit record per skipped journal when ``audit`` (one subtask of a
         job audits for all). Returns the binding to checkpoint from now on.
+
+        ``history``: the older bindings checkpointed with the state (:attr:`history`), which
+        keys' markers may still reference.
         """
+        restored = list(dict.fromkeys(restored))
+        known = [b for b in dict.fromkeys([*history, *restored]) if b != self.binding]
+        for old in known:
+            self.journals.add(old.store, old.epoch)
+        self.history = known[-MAX_HISTORY:]
         subject = "the restored state"
-        for old in dict.fromkeys(restored):
+        for old in restored:
             if not self._usable(old.store, old.epoch, old.format_version, subject, "", audit):
                 continue
             ours = self.config.namespace

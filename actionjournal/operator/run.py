@@ -18,7 +18,7 @@ import logging
 import time
 from collections import Counter, deque
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from actionjournal.durable.agent import ActionSpec, Agent
@@ -35,6 +35,8 @@ from actionjournal.durable.records import (
     Marker,
     MemoryOp,
     RunCompleted,
+    RunInput,
+    WaitOp,
 )
 from actionjournal.durable.replay import RecordedAction, RecordedRun
 from actionjournal.durable.stats import JournalMetrics
@@ -44,6 +46,7 @@ from actionjournal.durable.writer import JournalHealth, RunWriter
 from actionjournal.operator.context import RunnerContext
 from actionjournal.operator.dead_letters import DeadLetter
 from actionjournal.operator.memory import Memory, apply_op
+from actionjournal.operator.waits import ActionWaits, Delivery, Origin, RunWaits
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +57,8 @@ class RunResult:
     memory: dict[str, Any]
     marker: Marker | None  # None when the run had completed before and was fully replayed
     dead_letter: DeadLetter | None = None  # the run failed and was dead-lettered
+    waits: list[WaitOp] = field(default_factory=list)  # its actions' timer and signal changes
+    consumed: Origin | None = None  # the timer or signal it delivered (used up)
 
 
 @dataclass
@@ -81,8 +86,14 @@ class RunExecution:
         refresh_marker: bool = False,
         consequence: str = "",
         redrive: int = 0,
+        *,
+        waits: RunWaits,
+        delivery: Delivery | None = None,
     ) -> None:
         self.env = env
+        self.waits = waits
+        self.delivery = delivery  # what a timer or signal that started the run delivers
+        self.wait_ops: list[WaitOp] = []
         self.refresh_marker = refresh_marker
         self.consequence = consequence  # what happens when the run fails (its policy)
         self.redrive = redrive  # re-drives its dead letter number ``redrive`` (0: no)
@@ -155,12 +166,22 @@ class RunExecution:
     async def _execute_run(self) -> RunResult:
         values = self.env.values
         uid, kid = self.env.agent.operator_uid, self.writer.key_id
-        input_event = Event.rebuild(
-            self.env.agent.input_event_type,
-            {"input": values.decode(self.input_data)},
-            event_id(uid, kid, "input", self.seq),
-        )
-        self._queue.append((input_event, values.encode(input_event.attributes)))
+        delivery = self.delivery
+        if delivery is None:
+            value = values.decode(self.input_data)
+            input_event: Event | None = Event.rebuild(
+                self.env.agent.input_event_type,
+                {"input": value},
+                event_id(uid, kid, "input", self.seq),
+            )
+            digest = input_digest(values.canonical(value, "agent input"))
+        else:  # a timer's or a signal's run: journaled with its first records
+            input_event = delivery.event
+            self.writer.lead.append(self.writer.build(RunInput, at=time.time(), **delivery.record))
+            what = [delivery.record["kind"], delivery.record["id"], self.input_data]
+            digest = input_digest(values.canonical(what, "run input"))
+        if input_event is not None:
+            self._queue.append((input_event, values.encode(input_event.attributes)))
         tasks = self._tasks
         try:
             while True:
@@ -181,7 +202,6 @@ class RunExecution:
         if self.recorded.completed is None or self.refresh_marker:
             # Also after a full replay when the key's marker points into a skipped journal
             # (upgrade mode): the marker then moves into the current one.
-            digest = input_digest(values.canonical(input_event.attributes["input"], "agent input"))
             records.append(self.writer.build(RunCompleted, at=time.time(), input_digest=digest))
         marker = None
         if records:
@@ -195,7 +215,7 @@ class RunExecution:
             if isinstance(records[-1], RunCompleted):
                 marker = markers[-1]
         self.env.metrics.run("completed" if self.recorded.completed is None else "replayed")
-        return RunResult(self.outputs, self.short_term, marker)
+        return RunResult(self.outputs, self.short_term, marker, waits=self.wait_ops)
 
     def _dispatch(self, event: Event, attributes: bytes) -> list[asyncio.Task[Any]]:
         if event.type == self.env.agent.output_event_type:
@@ -232,6 +252,8 @@ class RunExecution:
                     f"{exc}. Memory differs from when the action ran: the journal was written "
                     "by code that allowed this update"
                 ) from exc
+        self.waits.replay(completed.waits, self.seq)
+        self.wait_ops.extend(completed.waits)
         upstream = (completed.trigger_event_id, completed.action)
         for data in completed.outputs:
             attributes = self.env.values.decode(data.attributes)
@@ -255,6 +277,7 @@ class RunExecution:
             writer, aid, spec.name, recorded, env.config, env.values, env.metrics, self.redrive
         )
         owner = f"action {spec.name} (key {_short(self.key)}, seq {self.seq})"
+        waits = ActionWaits(self.waits, spec.name, aid, self.seq)
         ctx = RunnerContext(
             env.agent,
             self.key,
@@ -263,6 +286,7 @@ class RunExecution:
             Memory("short_term", self.short_term, env.values, ops, owner),
             Memory("sensory", self.sensory, env.values, ops, owner),
             sent,
+            waits,
         )
         try:
             async with self._turns.take(alone=not spec.is_async):
@@ -286,7 +310,9 @@ class RunExecution:
             outputs=[EventData(e.id or "", e.type, data) for e, data in out],
             at=time.time(),
             trigger_event_id=event.id,
+            waits=waits.ops,
         )
+        self.wait_ops.extend(waits.ops)
         if self._ends_run(out):  # nothing of the run follows: one commit with RunCompleted
             self._last.append(record)
             return out

@@ -5,7 +5,7 @@ probes reused by a recovery wave."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Container
 from operator import itemgetter
 from typing import Generic, TypeVar, cast
 
@@ -60,7 +60,7 @@ class RecoveryWindow(Generic[R]):
         self.size = 0  # bytes held, roughly
         self.costs: dict[str, int] = {}  # each key's part of it, not summed again when taken
 
-    def cover(self, start: int, end: int, scan: Scan[R], served: Collection[str]) -> None:
+    def cover(self, start: int, end: int, scan: Scan[R], served: Container[str]) -> None:
         """Read what ``[start, end)`` adds to the window, leaving out keys in ``served``."""
         if start < self.start:  # a marker older than what was read so far
             self._add(scan(start, self.start, True), served, earlier=True)
@@ -69,7 +69,7 @@ class RecoveryWindow(Generic[R]):
             self._add(scan(self.end, end, False), served, earlier=False)
             self.end = end
 
-    def _add(self, found: dict[str, list[R]], served: Collection[str], earlier: bool) -> None:
+    def _add(self, found: dict[str, list[R]], served: Container[str], earlier: bool) -> None:
         for key_id, entries in found.items():
             if key_id in served:
                 continue
@@ -114,7 +114,7 @@ class RecoveryCache(Generic[R]):
         start: int,
         end: int,
         scan: Scan[R],
-        served: Collection[str],
+        served: Container[str],
     ) -> list[R]:
         """The key's records at ``[start, end)``, read through its partition's window.
 

@@ -13,6 +13,9 @@ from typing import TYPE_CHECKING
 from actionjournal._lazy import lazy_attributes, lazy_names
 
 if TYPE_CHECKING:
+    from actionjournal.operator.clock import (
+        ManualClock as ManualClock,
+    )
     from actionjournal.testing.crash import (
         CrashingStore as CrashingStore,
     )
@@ -60,6 +63,7 @@ if TYPE_CHECKING:
     )
 
 _LAZY = {
+    "actionjournal.operator.clock": ("ManualClock",),
     "actionjournal.testing.crash": ("CrashingStore", "CrashOnce", "kill_now"),
     "actionjournal.testing.flink": ("JsonLines", "local_env", "paced_source"),
     "actionjournal.testing.harness": (

@@ -6,12 +6,14 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Literal
 
 from pyflink.common import Configuration, Types, WatermarkStrategy
 from pyflink.datastream import DataStream, StreamExecutionEnvironment
 from pyflink.datastream.connectors import Source
 from pyflink.java_gateway import get_gateway
 
+from actionjournal.dev.flink import STATE_BACKENDS
 from actionjournal.flink.function import set_python_worker_mode
 
 
@@ -22,8 +24,12 @@ def local_env(
     restarts: int = 3,
     parallelism: int = 1,
     restore_from: str | None = None,
+    state_backend: Literal["hashmap", "rocksdb"] = "hashmap",
 ) -> StreamExecutionEnvironment:
     """A MiniCluster environment with checkpoints to a local dir and fixed-delay restarts.
+
+    ``state_backend``: Flink's heap backend (``hashmap``), or ``rocksdb`` with incremental
+    checkpoints, as docs/deploying.md recommends for production.
 
     Python functions run in worker processes started by Flink, as on a cluster, not
     inside this process (PyFlink's default for local runs): a crash test can then kill
@@ -40,6 +46,8 @@ def local_env(
         config.set_string("execution.checkpointing.dir", Path(checkpoint_dir).resolve().as_uri())
     if restore_from is not None:
         config.set_string("execution.state-recovery.path", restore_from)
+    for key, value in STATE_BACKENDS[state_backend].items():
+        config.set_string(key, value)
     env = StreamExecutionEnvironment.get_execution_environment(config)
     env.set_parallelism(parallelism)
     return env

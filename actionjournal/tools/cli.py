@@ -87,6 +87,22 @@ COMMANDS: dict[str, Node] = {
         "parser",
         "an agent's actions and events, as JSON, from its code (no JVM)",
     ),
+    "timers": {
+        "list": Command(
+            "actionjournal.tools.waits.cli",
+            "timers_main",
+            "timers_parser",
+            "timers of a namespace: pending, fired, cancelled (from the journal)",
+        ),
+    },
+    "signals": {
+        "list": Command(
+            "actionjournal.tools.waits.cli",
+            "signals_main",
+            "signals_parser",
+            "signals of a namespace: pending, answered, timed out, late answers",
+        ),
+    },
     "cleanup": {
         "plan": Command(
             "actionjournal.tools.cleanup.cli",

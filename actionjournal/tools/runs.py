@@ -177,7 +177,7 @@ def _key(values: ValueCodec, data: bytes) -> tuple[str | int | float | bool, boo
     try:
         key = values.decode(data)
     except Exception:
-        return _preview(values, data), True
+        return preview(values, data), True
     if isinstance(key, (str, int, float, bool)):
         return key, False
     return repr(key), True
@@ -189,7 +189,7 @@ def _input(values: ValueCodec, data: bytes) -> tuple[Any, bool]:
     try:
         value = values.decode(data)
     except Exception:
-        return _preview(values, data), True
+        return preview(values, data), True
     try:
         if msgspec.json.decode(msgspec.json.encode(value)) == value:
             return value, False
@@ -204,7 +204,7 @@ def _shown(d: DeadLetterDoc) -> str:
     return text if len(text) <= _PREVIEW else text[: _PREVIEW - 1] + "…"
 
 
-def _preview(values: ValueCodec, data: bytes) -> str:
+def preview(values: ValueCodec, data: bytes) -> str:
     try:
         text = repr(values.decode(data))
     except Exception as exc:  # pickled, or a type not importable here: say so, never unpickle

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from actionjournal.dev.flink import STATE_BACKENDS
 from actionjournal.dev.process import alive, cmdline
 from actionjournal.testing.service import CountingService
 from tests import docs_shell
@@ -124,10 +125,27 @@ def test_the_page_runs_top_to_bottom(tmp_path_factory):
     assert not (ROOT / ".orders-service.json").exists()
 
 
-# One store each keeps the suite within a few minutes: both run the same agent job.
+def on_backend(command: str, state_backend: str) -> str:
+    """``flink run`` with the job's state backend set (the doc's cluster runs RocksDB)."""
+    flags = " ".join(f"-D{key}={value}" for key, value in STATE_BACKENDS[state_backend].items())
+    return command.replace("flink run ", f"flink run {flags} ", 1)
+
+
+def assert_state_backend(cluster, job: str, state_backend: str) -> None:
+    used = cluster.rest(f"/jobs/{job}/checkpoints/config")["state_backend"]
+    expected = {"rocksdb": "EmbeddedRocksDBStateBackend", "hashmap": "HashMapStateBackend"}
+    assert used == expected[state_backend], used
+
+
+# One store each keeps the suite within a few minutes: both run the same agent job. The
+# TaskManager loss runs on RocksDB (the doc's cluster) and, in make test-extended, on the
+# heap backend (about 50 s more; tests/e2e kills Python workers on both in make test).
 @pytest.mark.parametrize("store", ["kafka"])
+@pytest.mark.parametrize(
+    "state_backend", ["rocksdb", pytest.param("hashmap", marks=pytest.mark.extended)]
+)
 def test_taskmanager_killed_with_calls_in_flight(
-    full_cluster, shell: Shell, aj_kafka_bootstrap, reader, tmp_path, store
+    full_cluster, shell: Shell, aj_kafka_bootstrap, reader, tmp_path, store, state_backend
 ):
     cluster, bootstrap = full_cluster, aj_kafka_bootstrap
     topics = (f"orders-{uuid.uuid4().hex[:8]}", f"charged-{uuid.uuid4().hex[:8]}")
@@ -140,7 +158,9 @@ def test_taskmanager_killed_with_calls_in_flight(
     with CountingService(delay=0.2) as service:  # each call is in flight for 0.2 s
         try:
             submit = with_args(doc_block("submit"), job_args(topics, journal(store, tmp_path)))
+            submit = on_backend(submit, state_backend)
             job = job_id(shell.flink(submit, BOOTSTRAP=bootstrap, SERVICE=service.url))
+            assert_state_backend(cluster, job, state_backend)
             produce(bootstrap, topics[0], before)
             wait_for(committed, {o["id"] for o in before})
             victim = agent_taskmanagers(cluster, job)[0]
@@ -167,7 +187,8 @@ def test_taskmanager_killed_with_calls_in_flight(
             cancel_quietly(cluster, job)
     first = min(r["arrived"] for r in committed.records if r["arrived"] > killed)
     print(
-        f"\n[{store}] kill -> tasks running {running - killed:.1f} s -> first committed output "
+        f"\n[{store}, {state_backend}] kill -> tasks running {running - killed:.1f} s -> "
+        "first committed output "
         f"{first - running:+.1f} s; calls in flight at the kill {in_flight}, outputs written "
         f"but not committed {len(pending)}; outputs "
         f"read_committed {len(committed.records)}, read_uncommitted {len(uncommitted.records)} "
@@ -179,8 +200,9 @@ def test_taskmanager_killed_with_calls_in_flight(
     assert_exactly_once(committed, ids, counts)
     assert_memory_followed_keys(committed)
     # The killed TaskManager's Python workers may outlive it; `dev flink start` (replacing
-    # the TaskManager) ends them, as `dev flink stop` would.
-    shell.run(doc_block("start"), timeout=400)
+    # the TaskManager) ends them, as `dev flink stop` would, and says what it did.
+    said = shell.run(doc_block("start"), timeout=400)
+    assert f"TaskManager {victim} was lost: replaced by tm-" in said
     assert [pid for pid in left if alive(pid)] == [], "processes of a killed TaskManager live on"
 
 
@@ -215,6 +237,7 @@ def test_savepoints_restored_at_parallelism_3_then_1(
         run = {"BOOTSTRAP": bootstrap, "SERVICE": service.url}
         try:
             job = job_id(shell.flink(with_args(doc_block("submit"), args), **run))
+            assert_state_backend(cluster, job, "rocksdb")  # the doc's cluster's
             produce(bootstrap, topics[0], batches[0])
             wait_for(committed, {o["id"] for o in batches[0]})
             service.hold("charge")  # runs stay in flight, half done, until released

@@ -22,7 +22,7 @@ from tests.failover_checks import KEYS, PER_KEY, run_until
 from tests.integration.test_kafka_failover import Witness, all_acknowledged_are_journaled
 from tests.store_checks import rc
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.extended]
 
 
 @pytest.fixture

@@ -59,8 +59,10 @@ from actionjournal.durable.records import (
     Quarantined,
     RunCompleted,
     RunFailed,
+    RunInput,
     StoreIdentity,
     UpgradeSkipped,
+    WaitOp,
 )
 from actionjournal.durable.values import ValueCodec
 from actionjournal.operator.engine import KeyState, PendingInput
@@ -144,6 +146,44 @@ def sample_records(values: ValueCodec) -> dict[str, JournalRecord]:
             ],
             outputs=[EventData("event-0001", "charged", values.encode({"receipt": 1}))],
             at=AT,
+        ),
+        "ActionCompleted.waits": ActionCompleted(
+            **run,
+            action_id="action-0002",
+            action="propose",
+            memory_ops=[],
+            outputs=[],
+            at=AT,
+            trigger_event_id="event-0000",
+            waits=[
+                WaitOp(
+                    "schedule",
+                    "followup",
+                    AT + 3600,
+                    EventData("", "followup", values.encode({"order": 5})),
+                    token="token-0001",
+                ),
+                WaitOp("cancel", "timer-0002", 0.0),
+                WaitOp(
+                    "expect",
+                    "signal-0001",
+                    AT + 86400,
+                    EventData("", "escalate", values.encode({"order": 5})),
+                    name="approval",
+                ),
+            ],
+        ),
+        "RunInput": RunInput(
+            **run,
+            kind="answer",
+            id="signal-0001",
+            token="",
+            name="approval",
+            due=AT + 86400,
+            delivered=True,
+            at=AT,
+            event_type="signal_received",
+            value=values.encode({"approved": True}),
         ),
         "RunCompleted": RunCompleted(**run, at=AT, input_digest="input-digest-5"),
         "UpgradeSkipped": UpgradeSkipped(

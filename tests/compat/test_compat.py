@@ -56,12 +56,19 @@ def shaped(value: Any, golden: Any) -> Any:
         fields = msgspec.structs.fields(value)
         kept = len(golden) - len(head)
         added = fields[kept:]
-        assert [getattr(value, f.name) for f in added] == [f.default for f in added], added
+        assert [getattr(value, f.name) for f in added] == [_default(f) for f in added], added
         values = [getattr(value, f.name) for f in fields[:kept]]
         return head + [shaped(v, g) for v, g in zip(values, golden[len(head) :], strict=True)]
     if isinstance(value, list | tuple) and isinstance(golden, list) and len(value) == len(golden):
         return [shaped(v, g) for v, g in zip(value, golden, strict=True)]
     return msgspec.to_builtins(value)
+
+
+def _default(field: msgspec.structs.FieldInfo) -> Any:
+    """A field's default (a list's: its factory's, an empty list)."""
+    if field.default is msgspec.NODEFAULT:
+        return field.default_factory()
+    return field.default
 
 
 def test_the_current_format_has_golden_files_and_none_is_newer():

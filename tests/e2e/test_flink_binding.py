@@ -62,8 +62,8 @@ def job(env, url, store, source, upgrade=False, namespace="default"):
     return keyed.apply(TwoSteps(url), store_factory=store).to_datastream()
 
 
-def savepoint_of_first_job(tmp_path, url, service, store) -> str:
-    env = local_env(tmp_path / "checkpoints", parallelism=2)
+def savepoint_of_first_job(tmp_path, url, service, store, state_backend) -> str:
+    env = local_env(tmp_path / "checkpoints", parallelism=2, state_backend=state_backend)
     sink = JsonLines(tmp_path / "first.jsonl")
     job(env, url, store, paced_source(env, BEFORE, 8)).map(sink)
     client = env.execute_async("binding-first")
@@ -75,10 +75,14 @@ def savepoint_of_first_job(tmp_path, url, service, store) -> str:
     return stop_with_savepoint(client, tmp_path / "savepoints")
 
 
-def restore(tmp_path, url, store, savepoint, name, inputs=NEW_KEYS, upgrade=False, **journal):
+def restore_job(tmp_path, url, store, savepoint, name, inputs=NEW_KEYS, upgrade=False, **journal):
     """Run the restored job on ``inputs``; returns its outputs, or raises the job's failure."""
     env = local_env(
-        tmp_path / f"checkpoints-{name}", parallelism=2, restarts=0, restore_from=savepoint
+        tmp_path / f"checkpoints-{name}",
+        parallelism=2,
+        restarts=0,
+        restore_from=savepoint,
+        state_backend=journal.pop("state_backend"),
     )
     settings = Configuration()
     settings.set_string("execution.state-recovery.ignore-unclaimed-state", "true")  # new source
@@ -90,10 +94,10 @@ def restore(tmp_path, url, store, savepoint, name, inputs=NEW_KEYS, upgrade=Fals
     return sink.read()
 
 
-def refused(tmp_path, url, service, store, savepoint, name, **journal) -> str:
+def refused_job(tmp_path, url, service, store, savepoint, name, **journal) -> str:
     before = service.executions()
     with pytest.raises(Py4JJavaError) as caught:  # the job failed
-        restore(tmp_path, url, store, savepoint, name, **journal)
+        restore_job(tmp_path, url, store, savepoint, name, **journal)
     assert service.executions() == before, "a durable call ran against the wrong journal"
     return str(caught.value)
 
@@ -107,20 +111,32 @@ def audits(journal) -> list[UpgradeSkipped]:
     return [r for r in records if isinstance(r, UpgradeSkipped)]
 
 
-@pytest.fixture(params=["aj_sqlite", pytest.param("aj_kafka", marks=pytest.mark.kafka)])
+# Each journal on one of Flink's state backends: both backends, both stores.
+@pytest.fixture(
+    params=[
+        ("aj_sqlite", "hashmap"),
+        pytest.param(("aj_kafka", "rocksdb"), marks=pytest.mark.kafka),
+    ],
+    ids=["sqlite-hashmap", "kafka-rocksdb"],
+)
 def journal(request: pytest.FixtureRequest):
-    """The first job's journal; the test derives the others from it and deletes them."""
-    first = request.getfixturevalue(request.param)
-    yield first
+    """The first job's journal and Flink state backend; the test derives the other journals
+    from it and deletes them."""
+    fixture, state_backend = request.param
+    first = request.getfixturevalue(fixture)
+    yield first, state_backend
     journals.delete([journals.derive(first, n) for n in (2, 3)])
 
 
 def test_restore_against_another_journal_or_namespace_runs_nothing_until_upgrade_mode(
     tmp_path, journal
 ):
+    journal, backend = journal
     new, upgraded = journals.derive(journal, 2), journals.derive(journal, 3)
+    restore = functools.partial(restore_job, state_backend=backend)
+    refused = functools.partial(refused_job, state_backend=backend)
     with CountingService() as service:
-        savepoint = savepoint_of_first_job(tmp_path, service.url, service, store(journal))
+        savepoint = savepoint_of_first_job(tmp_path, service.url, service, store(journal), backend)
         service.wait_idle()
 
         message = refused(tmp_path, service.url, service, store(new), savepoint, "new")
@@ -150,3 +166,41 @@ def test_restore_against_another_journal_or_namespace_runs_nothing_until_upgrade
         journals.recreate(journal)
         message = refused(tmp_path, service.url, service, store(journal), savepoint, "again")
         assert "StoreRecreatedError" in message and "deleted and recreated" in message
+
+
+def test_a_key_that_did_not_run_since_an_upgrade_is_refused_naming_the_old_journal(
+    tmp_path, aj_sqlite
+):
+    # Keys keep a short reference to their journal; the agent operator keeps the journals
+    # themselves, the current one and, after an upgrade, the old one, so that a key which has
+    # not run since is still refused naming its journal once upgrade mode is off.
+    upgraded = journals.derive(aj_sqlite, 2)
+    with CountingService() as service:
+        first = savepoint_of_first_job(tmp_path, service.url, service, store(aj_sqlite), "rocksdb")
+        env = local_env(  # one subtask: it reports the new binding (it gets inputs)
+            tmp_path / "checkpoints-upgrade",
+            parallelism=1,
+            restore_from=first,
+            state_backend="rocksdb",
+        )
+        settings = Configuration()
+        settings.set_string("execution.state-recovery.ignore-unclaimed-state", "true")
+        env.configure(settings)
+        sink = JsonLines(tmp_path / "upgrade.jsonl")
+        filler = [json.dumps({"k": -1, "i": -1})] * 400
+        source = paced_source(env, NEW_KEYS + filler, 8, name="upgrade")  # keys 0-3 do not run
+        job(env, service.url, store(upgraded), source, upgrade=True).map(sink)
+        client = env.execute_async("binding-upgrade")
+        deadline = time.monotonic() + 900  # a bound, not a speed claim
+        while len(sink.read()) < len(NEW_KEYS) and time.monotonic() < deadline:
+            assert not client.get_job_status().result().is_globally_terminal_state()
+            time.sleep(0.2)
+        second = stop_with_savepoint(client, tmp_path / "savepoints-upgrade")
+        service.wait_idle()
+
+        message = refused_job(
+            tmp_path, service.url, service, store(upgraded), second, "stale",
+            inputs=ALL_KEYS[len(NEW_KEYS):], state_backend="rocksdb",
+        )  # fmt: skip
+    assert "MarkerMismatchError" in message and "recovery marker of key" in message
+    assert f"references sqlite journal {journals.name_of(aj_sqlite)!r}" in message

@@ -35,8 +35,14 @@ def build(env, url, elements, per_second, store_factory):
     return job.apply(TwoSteps(url), store_factory=store_factory).to_datastream()
 
 
-@pytest.mark.parametrize("backend", ["sqlite", pytest.param("kafka", marks=pytest.mark.kafka)])
-def test_task_failure_mid_run_restores_from_the_checkpoint(tmp_path, request, backend):
+# Each store on one of Flink's state backends: both backends, both stores, two jobs.
+@pytest.mark.parametrize(
+    "backend, state_backend",
+    [("sqlite", "hashmap"), pytest.param("kafka", "rocksdb", marks=pytest.mark.kafka)],
+)
+def test_task_failure_mid_run_restores_from_the_checkpoint(
+    tmp_path, request, backend, state_backend
+):
     n = 40
     if backend == "kafka":
         topic = f"e2e-{uuid.uuid4().hex[:8]}"
@@ -46,7 +52,9 @@ def test_task_failure_mid_run_restores_from_the_checkpoint(tmp_path, request, ba
     # The Python worker is SIGKILLed right after the 25th call result was journaled.
     factory = CrashOnce(str(tmp_path / "crashed"), "after:CallFinished:25", journal)
     with CountingService() as service:
-        env = local_env(tmp_path / "checkpoints", checkpoint_interval_ms=300)
+        env = local_env(
+            tmp_path / "checkpoints", checkpoint_interval_ms=300, state_backend=state_backend
+        )
         sink = JsonLines(tmp_path / "outputs.jsonl")
         build(env, service.url, inputs(n, keys=4), 40, factory).map(sink)
         env.execute("agents-with-a-failure")
@@ -58,14 +66,17 @@ def test_task_failure_mid_run_restores_from_the_checkpoint(tmp_path, request, ba
     assert Counter(counts.values()) == {1: 2 * n}, "a recorded call ran twice"
 
 
-def test_savepoint_with_runs_in_flight_then_restore_at_parallelism_2(tmp_path):
+# Taken on one state backend, restored on the other (a canonical savepoint is the same on
+# both): both backends, and moving a job between them.
+@pytest.mark.parametrize("before, after", [("hashmap", "rocksdb"), ("rocksdb", "hashmap")])
+def test_savepoint_with_runs_in_flight_then_restore_at_parallelism_2(tmp_path, before, after):
     n, keys = 30, 10
     store = sqlite(tmp_path / "journal.db")
     sink = JsonLines(tmp_path / "outputs.jsonl")
     elements = inputs(n, keys)
     with CountingService() as service:
         service.hold("second")  # runs stay in flight, half done, until released
-        env = local_env(tmp_path / "checkpoints", parallelism=2)
+        env = local_env(tmp_path / "checkpoints", parallelism=2, state_backend=before)
         build(env, service.url, elements, 10, store).map(sink)
         client = env.execute_async("agents-before-savepoint")
         deadline = time.monotonic() + 120
@@ -76,7 +87,12 @@ def test_savepoint_with_runs_in_flight_then_restore_at_parallelism_2(tmp_path):
         held_during_savepoint = service.waiting()
         service.release("second")
         service.wait_idle()
-        env = local_env(tmp_path / "checkpoints-after", parallelism=2, restore_from=savepoint_path)
+        env = local_env(
+            tmp_path / "checkpoints-after",
+            parallelism=2,
+            restore_from=savepoint_path,
+            state_backend=after,
+        )
         build(env, service.url, elements, 10, store).map(sink)
         env.execute("agents-restored")
         counts = dict(service.counts)

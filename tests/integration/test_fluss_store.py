@@ -312,7 +312,7 @@ def test_each_checkpoint_recovers_exactly_the_runs_after_it(fluss_store, fluss_t
             if key == "a":
                 checkpoints.append(state)
             result = asyncio.run(engine.run_next(key, key_id, state))
-            states[key] = engine.complete(state, result)
+            states[key] = engine.complete(state, result, key_id)
     namespace = engine.config.namespace
     for n, checkpoint in enumerate(checkpoints):
         reader = fluss_store(fluss_table, buckets=1)  # as after a restart

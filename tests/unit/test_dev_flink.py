@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from actionjournal.dev.flink import MARKER, FlinkCluster
+from actionjournal.dev.flink import MARKER, FlinkCluster, FlinkClusterError, flink_home, settings
 from actionjournal.dev.process import ServerProcess, alive
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
@@ -75,3 +75,25 @@ def test_a_killed_taskmanagers_workers_are_orphans_that_stop_ends(cluster):
     finally:
         stranger.kill()
         stranger.wait()
+
+
+def test_settings_persist_in_the_workdir_so_a_later_start_keeps_the_backend(tmp_path):
+    rocksdb = settings("rocksdb", ["python.state.cache-size=5000"])
+    assert rocksdb == {
+        "state.backend.type": "rocksdb",
+        "execution.checkpointing.incremental": "true",
+        "python.state.cache-size": "5000",
+    }
+    FlinkCluster(tmp_path, options=rocksdb)._write_config(flink_home())
+    again = FlinkCluster(tmp_path)  # `dev flink start` on a running cluster, or after stop
+    assert again.options == rocksdb
+    again._write_config(flink_home())
+    config = (tmp_path / "conf" / "config.yaml").read_text()
+    assert 'state.backend.type: "rocksdb"' in config
+    assert 'execution.checkpointing.incremental: "true"' in config
+    assert settings(None, []) is None  # nothing asked: keep what was saved
+
+
+def test_a_setting_that_is_not_key_equals_value_is_refused():
+    with pytest.raises(FlinkClusterError, match="'state.backend.type': write it as KEY=VALUE"):
+        settings(None, ["state.backend.type"])

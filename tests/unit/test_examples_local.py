@@ -18,6 +18,7 @@ from examples.parallel_sentiment.agent import (
     chat_models,
     restaurant_of,
 )
+from examples.refund_approval import local as refund_local
 from examples.ticket_triage import agent as triage
 
 
@@ -104,3 +105,16 @@ def test_ticket_triage_restored_mid_remote_run_asks_nothing_again(tmp_path):
     assert out["finding"].startswith("investigator answered ticket 1 from acme")
     assert out["reply"].startswith("[writer] reply")
     assert runner.counts["replayed"] + runner.counts["actions_replayed"] >= 1
+
+
+def test_refund_approval_waits_a_simulated_day_across_a_restore(tmp_path):
+    """Approved, rejected, and escalated after 24 hours of a ManualClock; the late approval
+    runs nothing; the runner was restored from a snapshot while the proposals waited."""
+    outcomes, calls, late = refund_local.simulate(tmp_path)
+    assert {o["id"]: o["status"] for o in outcomes} == {
+        "r-1": "refunded",
+        "r-2": "rejected",
+        "r-3": "escalated",
+    }
+    assert {o["id"]: o["amount"] for o in outcomes} == {"r-1": 120, "r-2": 50, "r-3": 30}
+    assert calls == {"refund": 1, "escalate": 1} and late == 1

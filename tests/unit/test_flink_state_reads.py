@@ -13,6 +13,7 @@ from actionjournal import Agent, InputEvent, action
 from actionjournal.flink import AgentsConfig
 from actionjournal.flink.function import AgentFunction
 from actionjournal.operator.engine import KeyState
+from actionjournal.stores.seen import SeenKeys
 
 
 class Echo(Agent):
@@ -37,7 +38,7 @@ class CountingState:
         self.data = data
 
 
-def function(saved: set[str] | None, state: CountingState) -> AgentFunction:
+def function(saved: SeenKeys | None, state: CountingState) -> AgentFunction:
     fn = AgentFunction(Echo(), AgentsConfig())
     fn._state = state  # what open() sets, with _saved (None: the job restored state)
     fn._saved = saved
@@ -46,7 +47,7 @@ def function(saved: set[str] | None, state: CountingState) -> AgentFunction:
 
 def test_a_fresh_job_reads_no_state_for_a_key_it_never_saved():
     state = CountingState()
-    fn = function(set(), state)
+    fn = function(SeenKeys(), state)
     assert fn._load("k") == KeyState()
     assert state.reads == 0
     fn._save("k", KeyState(next_seq=3))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 
 from actionjournal.durable.records import CallFinished, RunCompleted
+from tests.sizes import reachable_bytes
 
 
 def rc(key: str, seq: int, namespace: str = "ns", uid: str = "op") -> RunCompleted:
@@ -69,3 +70,17 @@ def test_append_all_keeps_the_order_given(store):
     assert [m.partition for m in markers] == [store.partition_of(k) for k in ("k", "other", "k")]
     assert [r.seq for r in store.read_key("ns", "op", "k", None)] == [0, 1]
     assert [r.seq for r in store.read_key("ns", "op", "other", None)] == [0]
+
+
+def test_reading_many_keys_keeps_no_memory_per_key(store):
+    # A job reads the journal of every key it ever sees (its first touch after a start).
+    store.append(rc("k", 0))
+    for i in range(300):
+        store.read_key("ns", "op", f"warm-{i}", None)
+    before = reachable_bytes(store)
+    for i in range(4000):
+        store.read_key("ns", "op", f"key-{i}", None)
+    grown = reachable_bytes(store) - before
+    # A set of key ids would keep over 100 bytes a key; caches of a fixed size move a little.
+    assert grown / 4000 < 10, f"{grown / 4000:.0f} bytes kept per key read"
+    assert [r.seq for r in store.read_key("ns", "op", "k", None)] == [0]

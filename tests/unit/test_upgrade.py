@@ -140,33 +140,53 @@ def test_restoring_state_older_than_a_cleanup_boundary_fails_loudly(scenario, aj
     assert scenario.calls() == {"work": 2}, "an action was silently re-run"
 
 
-def test_a_fully_replayed_run_moves_the_marker_into_the_new_journal(tmp_path):
-    """After an upgrade, a key whose runs all replay must not keep the skipped marker."""
+class Echo(Agent):
+    uid = "echo"
 
-    class Echo(Agent):
-        uid = "echo"
+    @action(InputEvent)
+    def handle(self, event, ctx):
+        pass
 
-        @action(InputEvent)
-        def handle(self, event, ctx):
-            pass
 
-    old_store, new_store = SqliteStore(tmp_path / "old.db"), SqliteStore(tmp_path / "new.db")
-    upgrade = JournalConfig(upgrade="fresh")
+def run_echo(store, config, source, restore=None, save=None) -> LocalRunner:
+    """A LocalRunner of :class:`Echo` (restored from ``restore``) fed ``source``, the whole
+    input stream from its start; snapshotted to ``save`` at the end."""
 
-    async def go(store, config, inputs, restore=None, save=None):
+    async def go() -> LocalRunner:
         runner = (
             LocalRunner.restore(restore, Echo(), store, config)
             if restore
             else LocalRunner(Echo(), store, config)
         )
-        await runner.run_source(inputs)
+        await runner.run_source(source)
         if save:
             runner.snapshot(save)
         return runner
 
-    asyncio.run(go(old_store, None, [("k", 1)], save=tmp_path / "old"))
-    asyncio.run(go(new_store, upgrade, [("k", 1), ("k", 2)], restore=tmp_path / "old"))
+    return asyncio.run(go())
+
+
+def test_a_fully_replayed_run_moves_the_marker_into_the_new_journal(tmp_path):
+    """After an upgrade, a key whose runs all replay must not keep the skipped marker."""
+    old_store, new_store = SqliteStore(tmp_path / "old.db"), SqliteStore(tmp_path / "new.db")
+    upgrade = JournalConfig(upgrade="fresh")
+    run_echo(old_store, None, [("k", 1)], save=tmp_path / "old")
+    run_echo(new_store, upgrade, [("k", 1), ("k", 2)], restore=tmp_path / "old")
     # A failure before the first new checkpoint: the old state again, run 2 fully replays.
-    runner = asyncio.run(go(new_store, upgrade, [("k", 1), ("k", 2)], restore=tmp_path / "old"))
+    runner = run_echo(new_store, upgrade, [("k", 1), ("k", 2)], restore=tmp_path / "old")
     [(_, state)] = runner.states.values()
-    assert state.marker.store == new_store.identity
+    assert runner.engine.marker_of(state).store == new_store.identity
+
+
+def test_a_marker_from_before_an_upgrade_is_refused_naming_its_journal_two_snapshots_later(
+    tmp_path,
+):
+    # Keys keep a short reference to their journal, which the snapshot names once: it must
+    # keep naming the old journal after the upgrade, for keys that have not run since.
+    old_store, new_store = SqliteStore(tmp_path / "old.db"), SqliteStore(tmp_path / "new.db")
+    upgrade, source = JournalConfig(upgrade="fresh"), [("a", 1), ("b", 1), ("b", 2)]
+    run_echo(old_store, None, source[:2], save=tmp_path / "old")
+    run_echo(new_store, upgrade, source, restore=tmp_path / "old", save=tmp_path / "new")
+    run_echo(new_store, upgrade, [*source, ("a", 2)], restore=tmp_path / "new")  # skipped again
+    with pytest.raises(MarkerMismatchError, match=f"references sqlite journal '{old_store.path}'"):
+        run_echo(new_store, None, [*source, ("a", 3)], restore=tmp_path / "new")

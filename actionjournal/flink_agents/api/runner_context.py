@@ -6,16 +6,19 @@ action and replayed after a failure. ``durable_execute(func, *args, reconciler=N
 (returns the value, raises to record a failure) or actionjournal's ``CallInfo`` form.
 The keyword arguments ``durable_id``, ``on_unknown``, ``record_failures`` and
 ``reconcile_timeout`` are actionjournal's per-call options (docs/reconcilers.md), not
-passed to ``func``.
+passed to ``func``. ``schedule_event``, ``cancel_timer`` and ``expect_signal`` are
+actionjournal's extension (upstream has no timers or signals; docs/timers.md).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Coroutine
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from actionjournal.durable.effects import call_for_blocked_loop
+from actionjournal.durable.waits import Signal
 from actionjournal.flink_agents.api.events.event import Event
 from actionjournal.flink_agents.api.memory_object import MemoryObject, MemoryType
 from actionjournal.flink_agents.api.resource import Resource, ResourceType
@@ -45,11 +48,51 @@ class RunnerContext:
         """Send an event; it is delivered when the action returns. Sets ``event.id``."""
         from actionjournal.flink_agents.runtime import events
 
+        sent = events.to_engine(self._checked(event, "send_event"))
+        event.id = events.event_id(self._ctx.send_event(sent))
+
+    def schedule_event(
+        self,
+        event: Event,
+        *,
+        delay: float | timedelta | None = None,
+        at: datetime | None = None,
+        timer_id: str | None = None,
+    ) -> str:
+        """actionjournal's extension: deliver ``event`` to this key as a new run after
+        ``delay`` or at ``at``; returns the timer's id (see the engine's
+        ``RunnerContext.schedule_event`` and docs/timers.md)."""
+        from actionjournal.flink_agents.runtime import events
+
+        engine_event = events.to_engine(self._checked(event, "schedule_event"))
+        return self._ctx.schedule_event(engine_event, delay=delay, at=at, timer_id=timer_id)
+
+    def cancel_timer(self, timer_id: str) -> bool:
+        """actionjournal's extension: cancel a pending timer; True if it was pending."""
+        return self._ctx.cancel_timer(timer_id)
+
+    def expect_signal(
+        self, name: str, *, timeout: float | timedelta, timeout_event: Event | None = None
+    ) -> Signal:
+        """actionjournal's extension: wait for an answer from outside without keeping the
+        action running; a ``SignalReceivedEvent`` or, after ``timeout``, a
+        ``SignalTimedOutEvent`` (or ``timeout_event``) starts a run of this key."""
+        from actionjournal.flink_agents.runtime import events
+
+        timeout_engine = (
+            events.to_engine(self._checked(timeout_event, "expect_signal's timeout_event"))
+            if timeout_event is not None
+            else None
+        )
+        return self._ctx.expect_signal(name, timeout=timeout, timeout_event=timeout_engine)
+
+    @staticmethod
+    def _checked(event: Any, what: str) -> Event:
         if not isinstance(event, Event):
             raise TypeError(
-                f"send_event takes an actionjournal.flink_agents Event, got {type(event).__name__}"
+                f"{what} takes an actionjournal.flink_agents Event, got {type(event).__name__}"
             )
-        event.id = events.event_id(self._ctx.send_event(events.to_engine(event)))
+        return event
 
     def get_resource(self, name: str, type: ResourceType, metric_group: Any = None) -> Resource:
         """The agent's resource ``name`` of ``type`` (built on first use); KeyError if none."""

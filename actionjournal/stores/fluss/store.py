@@ -61,6 +61,7 @@ from actionjournal.stores.fluss.table import (
 from actionjournal.stores.quarantine import KeyRead, store_options
 from actionjournal.stores.recovery import RecentProbes, RecoveryCache
 from actionjournal.stores.replication import insync_replicas
+from actionjournal.stores.seen import SeenKeys
 
 __all__ = ["FlussStore", "FlussStoreConfig", "fluss_bucket"]
 
@@ -143,8 +144,9 @@ class FlussStore(Inspectable):
         self._read_lock = threading.Lock()
         self._windows = RecoveryCache(config.recovery_cache_bytes, control=False, cost=runs_cost)
         self._wave_ends: RecentProbes[int] = RecentProbes()  # see _end_of
-        # Keys already read, by namespace/operator: read again, they need the current end.
-        self._served: dict[tuple[str, str], set[str]] = {}
+        # Keys already read, by namespace/operator: read again, they need the current end
+        # (in fixed memory: a key taken for read before is only read the slower way).
+        self._served: dict[tuple[str, str], SeenKeys] = {}
         self._earliest: tuple[float, dict[int, int]] = (0.0, {})
         _open_stores.add(self)
         log.info(
@@ -517,7 +519,7 @@ class FlussStore(Inspectable):
         bucket = self.partition_of(key_id)
         where = f"table {self.name} bucket {bucket}"
         with self._read_lock:
-            served = self._served.setdefault((namespace, operator_uid), set())
+            served = self._served.setdefault((namespace, operator_uid), SeenKeys())
             again = key_id in served
             try:
                 entries, start, high = self._entries(
@@ -546,7 +548,7 @@ class FlussStore(Inspectable):
         key_id: str,
         after: Marker | None,
         again: bool,
-        served: set[str],
+        served: SeenKeys,
     ) -> tuple[list[RecordSpan], int, int]:
         """The key's entries at ``[start, high)`` and that range (see :meth:`read_key`)."""
         high = self._end_of(bucket, 0.0 if again else _WAVE_S, earliest=after is None)

@@ -58,6 +58,7 @@ from actionjournal.stores.recovery import (
     entries_cost,
     with_control,
 )
+from actionjournal.stores.seen import SeenKeys
 
 __all__ = ["KafkaStore", "KafkaStoreConfig"]
 
@@ -174,8 +175,9 @@ class KafkaStore(Cleanable):
         self._poller.start()
         self._read_lock = threading.Lock()
         self._windows = RecoveryCache(config.recovery_cache_bytes, control=True, cost=entries_cost)
-        # Keys already read, by namespace/operator: read again, they need the current end.
-        self._served: dict[tuple[str, str], set[str]] = {}
+        # Keys already read, by namespace/operator: read again, they need the current end
+        # (in fixed memory: a key taken for read before is only read the slower way).
+        self._served: dict[tuple[str, str], SeenKeys] = {}
         self._captured: RecentProbes[tuple[int, int]] = RecentProbes()  # see _offsets
         self._foreign: set[tuple[int, int]] = set()  # (partition, offset) of foreign records met
         log.info(
@@ -288,7 +290,7 @@ class KafkaStore(Cleanable):
     ) -> list[JournalRecord]:
         partition = self.partition_of(key_id)
         with self._read_lock:
-            served = self._served.setdefault((namespace, operator_uid), set())
+            served = self._served.setdefault((namespace, operator_uid), SeenKeys())
             again = key_id in served
             # A key asked for again may have appended since: it gets the current end.
             low, high = self._offsets(partition, 0.0 if again else _WAVE_S)

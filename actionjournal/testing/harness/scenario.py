@@ -60,8 +60,9 @@ class Checkpoint:
     def markers(self) -> dict[Any, Marker]:
         """The recovery marker of every key that has one, by key."""
         snap = msgspec.msgpack.decode(self.path.read_bytes(), type=Snapshot)
-        values = self.config.value_codec()
-        return {values.decode(k.key): k.state.marker for k in snap.keys if k.state.marker}
+        values, journals = self.config.value_codec(), snap.journals()
+        markers = {k.key: journals.marker_of(k.state.marker, k.state.at) for k in snap.keys}
+        return {values.decode(key): m for key, m in markers.items() if m is not None}
 
 
 class Output(NamedTuple):

@@ -31,8 +31,8 @@ class Blocker(msgspec.Struct, omit_defaults=True):
 
     kind: str
     """``in_flight``, ``after_state``, ``not_in_state``, ``not_completed``,
-    ``completed_after_cutoff``, ``marker``, ``other_namespace``, ``other_operator``,
-    ``unreadable``, ``foreign`` or ``end``."""
+    ``completed_after_cutoff``, ``marker``, ``pending_wait``, ``other_namespace``,
+    ``other_operator``, ``unreadable``, ``foreign`` or ``end``."""
     position: int
     reason: str
     key_id: str | None = None

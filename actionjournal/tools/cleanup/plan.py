@@ -9,7 +9,9 @@ What must stay (docs/operations.md, "The rule"):
   at its last completed run; the marker's own record is kept);
 * on a backend whose deletes cut every namespace at once (Kafka ``delete_records``), the
   first record of any other namespace or operator: their needs are unknown here;
-* a record that cannot be read: nothing proves it may go.
+* a record that cannot be read: nothing proves it may go;
+* the records of a run that asked for a timer or a signal still pending in that state
+  (:mod:`actionjournal.tools.cleanup.waits`).
 
 ``apply`` runs the same computation again below each boundary before deleting anything.
 """
@@ -43,6 +45,7 @@ from actionjournal.tools.cleanup.document import (
     seal,
 )
 from actionjournal.tools.cleanup.state import RestorableState, WrongJobError
+from actionjournal.tools.cleanup.waits import JournaledWaits, blocker
 from actionjournal.tools.reading import Unreadable
 from actionjournal.tools.store_options import ToolStoreConfig, describe, location
 from actionjournal.tools.toolkit import ProgressBar, ToolError, fmt_time
@@ -62,6 +65,7 @@ class _OperatorScan:
     epochs: set[int] = field(default_factory=set)
     signed: bool = False
     oldest_at: float | None = None
+    waits: JournaledWaits | None = None  # time mode: timers and signals left pending
 
     def need(self, blocker: Blocker) -> None:
         if self.first_needed is None or blocker.position < self.first_needed.position:
@@ -118,7 +122,8 @@ def scan_partition(
             continue
         scan = found.operators.get(item.operator_uid)
         if scan is None:
-            scan = found.operators[item.operator_uid] = _OperatorScan()
+            waits = JournaledWaits(cutoff) if cutoff is not None else None
+            scan = found.operators[item.operator_uid] = _OperatorScan(waits=waits)
         scan.positions.append(item.position)
         scan.sizes.append(item.size)
         scan.signed = scan.signed or item.signed
@@ -137,6 +142,8 @@ def scan_partition(
                 _check_snapshot_run(scan, keys, item.position, record)
             continue
         # Time mode: a run is contained when its RunCompleted came before the cutoff.
+        assert scan.waits is not None
+        scan.waits.see(item.position, record)
         run = (key, record.epoch, record.seq)
         first = scan.open_runs.setdefault(run, item.position)
         if ends_run(record):
@@ -168,6 +175,9 @@ def scan_partition(
                 )
             )
         scan.open_runs.clear()
+        if scan.waits is not None:
+            for pending in scan.waits.blockers():
+                scan.need(pending)
     return found
 
 
@@ -180,6 +190,10 @@ def _check_snapshot_run(
 ) -> None:
     key = record.key_id
     needs = keys.get(key)
+    asked = needs.wait_seq if needs is not None else None
+    if asked is not None and needs is not None and asked <= record.seq < needs.min_seq:
+        scan.need(blocker(key, asked, position, "a timer or signal"))
+        return
     if needs is None:
         scan.need(
             Blocker(

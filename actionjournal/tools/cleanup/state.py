@@ -79,6 +79,7 @@ class KeyNeeds:
     pending: tuple[int, ...]
     marker_partition: int | None  # None: no marker in this store
     marker_position: int | None
+    wait_seq: int | None = None  # the first run that asked for a timer or signal still pending
 
 
 @dataclass
@@ -137,10 +138,11 @@ def load_snapshot(
     ours = store.identity
     keys: dict[str, KeyNeeds] = {}
     foreign_markers: set[str] = set()
+    journals = snap.journals()
     for k in snap.keys:
         state = k.state
         pending = tuple(p.seq for p in state.pending)
-        marker = state.marker
+        marker = journals.marker_of(state.marker, state.at)
         partition = position = None
         if marker is not None:
             theirs = marker.store
@@ -148,12 +150,15 @@ def load_snapshot(
                 partition, position = marker.partition, marker.position
             else:
                 foreign_markers.add(f"{theirs.backend} {theirs.name} ({theirs.uid})")
+        asked = [t.seq for t in state.timers] + [s.seq for s in state.signals]
+        asked = [seq for seq in asked if seq >= 0]
         keys[k.key_id] = KeyNeeds(
             min_seq=pending[0] if pending else state.next_seq,
             next_seq=state.next_seq,
             pending=pending,
             marker_partition=partition,
             marker_position=position,
+            wait_seq=min(asked) if asked else None,
         )
     with_marker = sum(1 for k in keys.values() if k.marker_position is not None)
     if foreign_markers and not with_marker:
