@@ -7,13 +7,20 @@
 # make typecheck - mypy (strict on durable, stores, operator, flink and the top package; run by make test)
 # make bench  - benchmarks (starts Kafka and PostgreSQL itself) and docs/performance.md;
 #               BENCH=prefix runs only entries whose name starts with prefix
+# make soak   - the soak (benchmarks/soak): SOAK_MINUTES (default 10) of a Flink session cluster,
+#               three brokers, steady load and faults; benchmarks/results/soak/ (not in make test)
+#               SOAK_ARGS passes more options (python -m benchmarks.soak --help); an interrupted
+#               soak is resumed by the next make soak (SOAK_ARGS=--fresh discards it)
+# make soak-smoke - the soak's 90 s smoke test (tests/soak, skipped by make test)
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 BENCH_STAMP := $(VENV)/.installed-bench
+SOAK_STAMP := $(VENV)/.installed-soak
+SOAK_MINUTES ?= 10
 
-.PHONY: demo test test-extended test-fast typecheck bench lint docs clean
+.PHONY: demo test test-extended test-fast typecheck bench soak soak-smoke lint docs clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -52,6 +59,16 @@ $(BENCH_STAMP): $(STAMP)
 bench: $(BENCH_STAMP)
 	$(BIN)/python -m benchmarks.run $(if $(BENCH),--only $(BENCH),)
 
+$(SOAK_STAMP): $(STAMP)
+	$(BIN)/python -m pip install -q -e ".[soak]"
+	touch $(SOAK_STAMP)
+
+soak: $(SOAK_STAMP)
+	nice -n 10 $(BIN)/python -m benchmarks.soak --minutes $(SOAK_MINUTES) $(SOAK_ARGS)
+
+soak-smoke: $(SOAK_STAMP)
+	ACTIONJOURNAL_SOAK=1 $(BIN)/python -m pytest -q -m soak tests/soak
+
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
@@ -59,4 +76,4 @@ lint: $(STAMP)
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
 
 clean:
-	rm -rf $(VENV) .demo .site .pytest_cache .ruff_cache .mypy_cache
+	rm -rf $(VENV) .demo .soak .site .pytest_cache .ruff_cache .mypy_cache

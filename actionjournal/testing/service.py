@@ -14,6 +14,7 @@ run" is answered by the called system, not by our own bookkeeping.
 from __future__ import annotations
 
 import json
+import random
 import threading
 import time
 from http.server import BaseHTTPRequestHandler
@@ -32,8 +33,23 @@ class Arrival(NamedTuple):
 
 
 class CountingService(LocalService):
-    def __init__(self, delay: float = 0.0) -> None:
+    """``delay`` seconds before each executed call answers; with ``max_delay``, a random time
+    between the two (uniform, from ``seed``), as a real service's latency varies. ``port``
+    0 is a free one; a given port lets a service come back where its callers know it."""
+
+    def __init__(
+        self,
+        delay: float = 0.0,
+        max_delay: float | None = None,
+        *,
+        seed: int | None = None,
+        port: int = 0,
+    ) -> None:
+        if max_delay is not None and max_delay < delay:
+            raise ValueError(f"max_delay={max_delay} is below delay={delay}")
         self.delay = delay
+        self.max_delay = max_delay
+        self._random = random.Random(seed)
         self.counts: dict[str, int] = {}
         self.responses: dict[str, Any] = {}
         self.actions: dict[str, int] = {}
@@ -41,10 +57,11 @@ class CountingService(LocalService):
         self.arrivals: list[Arrival] = []
         """Every call request in arrival order, failed ones too."""
         self._failing: dict[str, tuple[int | None, int]] = {}
+        self._tries: dict[str, int] = {}
         self._lock = threading.Lock()
         self._gates: dict[str, threading.Event] = {}
         self._spans: list[tuple[float, float]] = []
-        self._serve(self._handler())
+        self._serve(self._handler(), port)
 
     def executions(self) -> int:
         with self._lock:
@@ -94,6 +111,12 @@ class CountingService(LocalService):
         if gate is not None:
             gate.set()
 
+    def _latency(self) -> float:
+        if self.max_delay is None:
+            return self.delay
+        with self._lock:
+            return self._random.uniform(self.delay, self.max_delay)
+
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         service = self
 
@@ -121,15 +144,16 @@ class CountingService(LocalService):
                     service.arrivals.append(
                         Arrival(call_id, name, body.get("attempt"), time.time())
                     )
-                    tried = sum(a.call_id == call_id for a in service.arrivals)
+                    tried = service._tries[call_id] = service._tries.get(call_id, 0) + 1
                     times, status = service._failing.get(name, (0, 0))
                     if times is None or tried <= times:
                         return self._reply(status, {"error": f"{name} is failing ({status})"})
                     gate = service._gates.get(name)
                 if gate is not None:
                     gate.wait()
-                if service.delay:
-                    time.sleep(service.delay)
+                delay = service._latency()
+                if delay:
+                    time.sleep(delay)
                 response = {"name": name, "value": body.get("value")}
                 with service._lock:
                     service.counts[call_id] = service.counts.get(call_id, 0) + 1

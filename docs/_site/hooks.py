@@ -7,7 +7,9 @@
   and a name added to ``__all__`` is documented without an edit here. An object exported by
   several packages is documented by the first of :data:`PACKAGES` and linked from the others.
 - Links to repository files outside docs/ (``../examples/...``) must name files that exist;
-  the site shows them as paths (it holds no copy of the repository).
+  the site shows them as paths (it holds no copy of the repository). Images out of docs/
+  (``![...](../benchmarks/results/soak/rss.png)``, committed results) are the exception: the
+  site holds a copy of each under ``repository/``.
 - The test suite's directives before code blocks (``<!-- docs-test: ... -->``, tests/docs.py;
   ``<!-- test: NAME -->``, tests/cluster) are left out of the pages.
 - Sphinx roles of docstrings (``:class:`X```) are shown as the code they name.
@@ -56,6 +58,7 @@ PACKAGES = {
 }
 _ROLE = re.compile(r":(?:py:)?(?:class|func|meth|mod|data|attr|exc|obj|const):(<code>)~?")
 _DIRECTIVE = re.compile(r"^[ \t]*<!--\s*(?:docs-)?test:.*?-->[ \t]*\n", re.M)
+_IMAGE = re.compile(r"(!\[[^\]]*\]\()((?:\.\./)+)([^)#\s]+\.(?:png|svg|jpg))\)")
 _LINK = re.compile(r"(?<!!)\[([^\]]+)\]\(((?:\.\./)+[^)#\s]+)(#[^)]*)?\)")
 
 
@@ -70,7 +73,22 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
     owner: dict[int, str] = {}
     for name in PACKAGES:
         files.append(File.generated(config, _page(name), content=_reference(name, owner)))
+    for image in sorted(_images_out_of_docs()):
+        uri = f"repository/{image.relative_to(ROOT).as_posix()}"
+        files.append(File.generated(config, uri, abs_src_path=str(image)))
     return files
+
+
+def _images_out_of_docs() -> set[Path]:
+    """The repository's images (outside docs/) that the pages show."""
+    found = set()
+    for page in (ROOT / "docs").glob("**/*.md"):
+        for match in _IMAGE.finditer(page.read_text()):
+            path = (page.parent / match.group(2) / match.group(3)).resolve()
+            outside = path.is_relative_to(ROOT) and not path.is_relative_to(ROOT / "docs")
+            if outside and path.exists():  # a missing one: the page's link fails the build
+                found.add(path)
+    return found
 
 
 def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Files) -> str:
@@ -89,7 +107,15 @@ def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Fil
         where = path.relative_to(ROOT).as_posix()
         return text if where in text else f"{text} (`{where}` in the repository)"
 
-    return _LINK.sub(shown, _DIRECTIVE.sub("", markdown))
+    def image(match: re.Match[str]) -> str:
+        path = (source.parent if source != ROOT else ROOT) / match.group(2) / match.group(3)
+        where = path.resolve().relative_to(ROOT).as_posix()
+        if where.startswith("docs/"):
+            return match.group(0)
+        up = "../" * page.file.src_uri.count("/")
+        return f"{match.group(1)}{up}repository/{where})"
+
+    return _LINK.sub(shown, _IMAGE.sub(image, _DIRECTIVE.sub("", markdown)))
 
 
 def on_page_content(html: str, page: Page, config: MkDocsConfig, files: Files) -> str:
