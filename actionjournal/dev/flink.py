@@ -49,6 +49,7 @@ from actionjournal.dev.process import (
     cmdline,
     dev_main,
     dev_parser,
+    end_processes,
     free_port,
     read_state,
     send_signal,
@@ -250,7 +251,7 @@ class FlinkCluster(DevServer[ClusterInfo]):
         for process in [*self.taskmanagers.values(), self.jobmanager]:
             process.stop(timeout)
         self.taskmanagers.clear()
-        self._end(self.processes(), timeout=10)
+        end_processes(self.processes(), timeout=10)
 
     def kill(self) -> None:
         """Crash every process of the cluster (SIGKILL)."""
@@ -260,7 +261,7 @@ class FlinkCluster(DevServer[ClusterInfo]):
                 process.wait_exit(10)
                 process.forget()
         self.taskmanagers.clear()
-        self._end(self.processes(), timeout=0)
+        end_processes(self.processes(), timeout=0)
 
     def is_running(self) -> bool:
         return self.jobmanager.is_running()
@@ -317,7 +318,7 @@ class FlinkCluster(DevServer[ClusterInfo]):
     def end_orphans(self, timeout: float = 10.0) -> list[int]:
         """End :meth:`orphans` (SIGTERM, then SIGKILL); returns their pids."""
         orphans = self.orphans()
-        self._end(orphans, timeout)
+        end_processes(orphans, timeout)
         return orphans
 
     def rest(self, path: str, method: str = "GET", body: Any = None) -> Any:
@@ -423,16 +424,6 @@ class FlinkCluster(DevServer[ClusterInfo]):
             f"{self.workdir}); last lines of {self.jobmanager.log_path}:\n"
             f"{self.jobmanager.log_tail()}"
         )
-
-    def _end(self, pids: Sequence[int], timeout: float) -> None:
-        for pid in pids:
-            send_signal(pid, signal.SIGTERM if timeout else signal.SIGKILL)
-        deadline = time.monotonic() + timeout
-        while any(alive(pid) for pid in pids) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        for pid in pids:
-            if alive(pid):
-                send_signal(pid, signal.SIGKILL)
 
 
 # -- detached dev cluster (actionjournal dev flink ...) ---------------------------------------

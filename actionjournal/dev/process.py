@@ -130,6 +130,19 @@ def alive(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
+def end_processes(pids: Sequence[int], timeout: float) -> None:
+    """SIGTERM ``pids`` and SIGKILL those still alive after ``timeout`` seconds (at once
+    when it is 0)."""
+    for pid in pids:
+        send_signal(pid, signal.SIGTERM if timeout else signal.SIGKILL)
+    deadline = time.monotonic() + timeout
+    while any(alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    for pid in pids:
+        if alive(pid):
+            send_signal(pid, signal.SIGKILL)
+
+
 def cmdline(pid: int) -> list[bytes] | None:
     """The command line of ``pid``, or None where there is no /proc (then trust state files)."""
     try:

@@ -26,7 +26,7 @@ from typing import Any
 
 from actionjournal.dev.flink import MARKER, FlinkCluster, flink_home
 from actionjournal.dev.kafka import KafkaCluster
-from actionjournal.dev.process import alive, cmdline, send_signal
+from actionjournal.dev.process import alive, cmdline, end_processes
 from benchmarks.soak import service
 from benchmarks.soak.settings import Settings
 
@@ -91,7 +91,7 @@ class Processes:
             if alive(pid) and any(ours in part for part in cmdline(pid) or [])
         ]
         left += [pid for pid in self.flink.processes() if pid not in left]  # Python workers
-        _end(left, timeout=20)
+        end_processes(left, timeout=20)
         self.pids_path.unlink(missing_ok=True)
         return left
 
@@ -272,14 +272,3 @@ def _stop_child(process: subprocess.Popen[bytes] | None) -> None:
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait(10)
-
-
-def _end(pids: list[int], timeout: float) -> None:
-    for pid in pids:
-        send_signal(pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout
-    while any(alive(pid) for pid in pids) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    for pid in pids:
-        if alive(pid):
-            send_signal(pid, signal.SIGKILL)
